@@ -1,0 +1,54 @@
+// CUDA backend glue: device guard, current stream, dtype dispatch, launch check.
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include "../rtopk_op.h"
+#include "rtopk_launch.h"
+
+namespace rtopk {
+namespace {
+
+template <typename scalar_t, typename native_t>
+void run(const RowProblem& p, int num_sms, cudaStream_t stream) {
+  launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
+                         reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
+                         p.indices.data_ptr<int64_t>(), p.rows, p.cols, p.k, p.max_iter, p.eps,
+                         num_sms, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+std::tuple<at::Tensor, at::Tensor> rtopk_cuda(const at::Tensor& values, int64_t k, int64_t max_iter,
+                                              double eps) {
+  TORCH_CHECK(values.is_cuda(), "rtopk: expected a CUDA tensor, got ", values.device());
+  const c10::cuda::CUDAGuard guard(values.device());
+  RowProblem p = prepare_problem(values, k, max_iter, eps);
+  if (p.rows == 0 || p.k == 0) return {p.values, p.indices};
+
+  const int num_sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+  switch (p.input.scalar_type()) {
+    case at::kFloat:
+      run<float, float>(p, num_sms, stream);
+      break;
+    case at::kDouble:
+      run<double, double>(p, num_sms, stream);
+      break;
+    case at::kHalf:
+      run<at::Half, __half>(p, num_sms, stream);
+      break;
+    case at::kBFloat16:
+      run<at::BFloat16, __nv_bfloat16>(p, num_sms, stream);
+      break;
+    default:
+      TORCH_CHECK(false, "rtopk: unsupported dtype ", p.input.scalar_type());
+  }
+  return {p.values, p.indices};
+}
+
+}  // namespace
+}  // namespace rtopk
+
+TORCH_LIBRARY_IMPL(rtopk, CUDA, m) { m.impl("rtopk", &rtopk::rtopk_cuda); }

@@ -1,0 +1,7 @@
+// One dtype per file so the kernels compile in parallel.
+#include "rtopk_kernels.cuh"
+
+namespace rtopk {
+template void launch_rtopk<__half>(const __half*, __half*, int64_t*, int64_t, int64_t, int64_t,
+                                   int64_t, double, int, cudaStream_t);
+}  // namespace rtopk

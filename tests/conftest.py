@@ -1,0 +1,73 @@
+import pytest
+import torch
+
+import rtopk  # noqa: F401  (registers torch.ops.rtopk)
+
+HAS_CUDA = torch.cuda.is_available()
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device"))]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def poison_outputs():
+    """Outputs are pre-filled with NaN / -1 inside the op, so any unwritten slot fails a test."""
+    torch.ops.rtopk._set_debug_poison(True)
+    yield
+    torch.ops.rtopk._set_debug_poison(False)
+
+
+def make_rows(kind, shape, dtype, device, gen):
+    """Real random data of one kind (never zeros), built in float64 and cast once."""
+    n = 1
+    for s in shape:
+        n *= s
+    fi = torch.finfo(dtype)
+    u = torch.rand(n, generator=gen, dtype=torch.float64)
+    sign = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0).double()
+    if kind == "randn":
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+    elif kind == "uniform":
+        x = u
+    elif kind == "ties":
+        x = torch.randint(0, 4, (n,), generator=gen).double()
+    elif kind == "equal":
+        x = torch.full((n,), 3.25, dtype=torch.float64)
+    elif kind == "signed_zeros":
+        x = torch.where(u < 0.7, 0.0 * sign, torch.randint(-2, 3, (n,), generator=gen).double())
+    elif kind == "inf":
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        x = torch.where(u < 0.1, float("inf"), torch.where(u > 0.9, float("-inf"), x))
+    elif kind == "nan":
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        x = torch.where(u < 0.15, float("nan") * sign, torch.where(u > 0.95, float("inf") * sign, x))
+    elif kind == "near_max":
+        x = fi.max * (0.5 + 0.5 * u) * sign
+    elif kind == "denormal":
+        x = fi.smallest_normal * u * sign
+    else:
+        raise ValueError(kind)
+    return x.to(dtype).reshape(shape).to(device)
+
+
+KINDS = ["randn", "uniform", "ties", "equal", "signed_zeros", "inf", "nan", "near_max", "denormal"]
+
+
+def bits(t):
+    """Integer view of a floating tensor, for bit-exact comparisons (NaN payloads, -0.0)."""
+    view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
+    return t.contiguous().view(view)
+
+
+def check_invariants(x, k, values, indices, ctx=""):
+    """What every mode guarantees: k distinct in-range indices in ascending order, values gathered."""
+    assert values.dtype == x.dtype and indices.dtype == torch.int64, ctx
+    shape = tuple(x.shape[:-1]) + (k,) if x.dim() else ()
+    assert tuple(values.shape) == shape and tuple(indices.shape) == shape, ctx
+    if x.dim() == 0 or k == 0 or x.numel() == 0:
+        return
+    M = x.shape[-1]
+    assert int(indices.min()) >= 0 and int(indices.max()) < M, f"index out of range {ctx}"
+    if k > 1:
+        assert bool((indices[..., 1:] > indices[..., :-1]).all()), f"indices not strictly ascending {ctx}"
+    # Gather on the integer view: torch's bf16 gather rewrites NaN payloads.
+    assert torch.equal(bits(values), bits(x).gather(-1, indices)), f"values != input[indices] {ctx}"
