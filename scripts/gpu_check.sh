@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build (with the ptxas resource report), run the tests, benchmark.
+# Logs go under $OUT (./out when unset).  Usage: scripts/gpu_check.sh [pytest args...]
+# Environment: BENCH_GRIDS="issue2 paper" (default issue2), BENCH_DTYPES="float32" (default).
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
+export RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
+python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >>"$OUT/gpu.txt" 2>&1
+start=$(date +%s)
+if ! python3 -m pip install --no-build-isolation --no-deps -v -e . >"$OUT/build.log" 2>&1; then
+  tail -60 "$OUT/build.log"
+  exit 1
+fi
+echo "build: $(($(date +%s) - start)) s"
+grep -E "ptxas info|bytes stack frame|spill" "$OUT/build.log" | sed 's/^ *//' >"$OUT/ptxas.txt"
+grep -c "spill stores" "$OUT/ptxas.txt" | xargs echo "ptxas lines:"
+grep -E "[1-9][0-9]* bytes spill" "$OUT/ptxas.txt" | head -5
+start=$(date +%s)
+timeout 420 python3 -m pytest tests -q -rfE "$@" >"$OUT/pytest.log" 2>&1
+echo "pytest rc=$? in $(($(date +%s) - start)) s"
+grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
+tail -1 "$OUT/pytest.log"
+for dt in ${BENCH_DTYPES:-float32}; do
+  for g in ${BENCH_GRIDS:-issue2}; do
+    timeout 300 python3 -m rtopk.bench --grid "$g" --dtype "$dt" --json "$OUT/bench_${g}_${dt}.json" \
+      2>/dev/null | tee "$OUT/bench_${g}_${dt}.md"
+  done
+done
