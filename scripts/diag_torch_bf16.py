@@ -6,3 +6,5 @@ for dev in ("cpu", "cuda"):
     for dt in (torch.bfloat16, torch.float16, torch.float32):
         v = torch.topk(x.to(dt).to(dev), 4).values.float().cpu().tolist()
         print(dev, dt, v)
+        v = torch.topk(x.to(dt).to(dev), 16).values.float().cpu().tolist()
+        print("  k=16:", v)
