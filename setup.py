@@ -26,7 +26,8 @@ def default_arch_list():
 def extensions():
     csrc = os.path.join("csrc")
     sources = sorted(glob.glob(os.path.join(csrc, "*.cpp")))
-    cxx = ["-O3", "-ffp-contract=off", "-DPy_LIMITED_API=0x030B0000"]
+    # py_limited_api=True makes torch define Py_LIMITED_API; the module only uses the stable ABI.
+    cxx = ["-O3", "-ffp-contract=off"]
     if not want_cuda():
         return [CppExtension("rtopk._C", sources, extra_compile_args={"cxx": cxx}, py_limited_api=True)]
     default_arch_list()

@@ -30,8 +30,9 @@ def assert_matches_torch_values(x, k, values, ctx):
         return
     ours = values.double()
     ours = torch.where(torch.isnan(ours), float("inf"), ours).sort(dim=-1, descending=True).values
+    # Re-sorted here: torch's own order among NaNs of either sign is not what we compare.
     theirs = torch.topk(x, k, dim=-1, sorted=True).values.double()
-    theirs = torch.where(torch.isnan(theirs), float("inf"), theirs)
+    theirs = torch.where(torch.isnan(theirs), float("inf"), theirs).sort(dim=-1, descending=True).values
     torch.testing.assert_close(ours, theirs, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{ctx}: {m}")
 
 
