@@ -40,6 +40,11 @@ def make_rows(kind, shape, dtype, device, gen):
     elif kind == "nan":
         x = torch.randn(n, generator=gen, dtype=torch.float64)
         x = torch.where(u < 0.15, float("nan") * sign, torch.where(u > 0.95, float("inf") * sign, x))
+    elif kind == "all_nan":
+        x = torch.full((n,), float("nan"), dtype=torch.float64) * sign
+    elif kind == "neg_inf_heavy":
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        x = torch.where(u < 0.6, float("-inf"), x)
     elif kind == "near_max":
         x = fi.max * (0.5 + 0.5 * u) * sign
     elif kind == "denormal":
@@ -49,7 +54,8 @@ def make_rows(kind, shape, dtype, device, gen):
     return x.to(dtype).reshape(shape).to(device)
 
 
-KINDS = ["randn", "uniform", "ties", "equal", "signed_zeros", "inf", "nan", "near_max", "denormal"]
+KINDS = ["randn", "uniform", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
+         "denormal"]
 
 
 def bits(t):

@@ -61,14 +61,8 @@ def test_exact_matches_reference(device, dtype, M, rank):
 @pytest.mark.parametrize("max_iter", [1, 2, 4, 8, 30])
 def test_early_stop_invariants(device, dtype, M, max_iter):
     gen = torch.Generator().manual_seed(7 * M + max_iter)
-    for kind in KINDS + ["all_nan", "neg_inf_heavy"]:
-        if kind == "all_nan":
-            x = torch.full(shape_for(M, 2), float("nan"), dtype=dtype, device=device)
-        elif kind == "neg_inf_heavy":
-            x = make_rows("randn", shape_for(M, 2), dtype, device, gen)
-            x[..., : (2 * M) // 3] = float("-inf")
-        else:
-            x = make_rows(kind, shape_for(M, 2), dtype, device, gen)
+    for kind in KINDS:
+        x = make_rows(kind, shape_for(M, 2), dtype, device, gen)
         for k in ks_for(M):
             values, indices = rtopk.rtopk(x, k, max_iter=max_iter)
             check_invariants(x, k, values, indices, f"kind={kind} M={M} k={k} max_iter={max_iter} {dtype} {device}")
@@ -80,12 +74,8 @@ def test_early_stop_invariants(device, dtype, M, max_iter):
 @pytest.mark.parametrize("eps", [1e-30, 1e-6, 1e-3, 0.5, float("inf")])
 def test_eps_mode(device, dtype, M, eps):
     gen = torch.Generator().manual_seed(11 * M)
-    for kind in KINDS + ["neg_inf_heavy"]:
-        if kind == "neg_inf_heavy":
-            x = make_rows("randn", shape_for(M, 2), dtype, device, gen)
-            x[..., : (2 * M) // 3] = float("-inf")
-        else:
-            x = make_rows(kind, shape_for(M, 2), dtype, device, gen)
+    for kind in KINDS:
+        x = make_rows(kind, shape_for(M, 2), dtype, device, gen)
         for k in ks_for(M):
             ctx = f"kind={kind} M={M} k={k} eps={eps} {dtype} {device}"
             values, indices = rtopk.rtopk(x, k, eps=eps)

@@ -69,46 +69,54 @@ __device__ __forceinline__ scalar_t key_value(KeyFor<scalar_t> key, const scalar
   return E::from_compute(from_key<typename E::Compute>(key));
 }
 
+struct MinOp {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+struct SumOp {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct MaxOp {
+  template <typename T>
+  __device__ __forceinline__ T operator()(T a, T b) const {
+    return b > a ? b : a;
+  }
+};
+
+// Butterfly reduction: every lane ends with the result.
+template <typename T, typename Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
+  return v;
+}
+
+template <typename Key>
+__device__ __forceinline__ Key warp_min(Key v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(Key) == 4) return __reduce_min_sync(kFullMask, v);  // one instruction
+#endif
+  return warp_reduce(v, MinOp{});
+}
+template <typename Key>
+__device__ __forceinline__ Key warp_max(Key v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (sizeof(Key) == 4) return __reduce_max_sync(kFullMask, v);
+#endif
+  return warp_reduce(v, MaxOp{});
+}
+
 __device__ __forceinline__ unsigned warp_sum(unsigned v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   return __reduce_add_sync(kFullMask, v);
 #else
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFullMask, v, o);
-  return v;
+  return warp_reduce(v, SumOp{});
 #endif
 }
-
-__device__ __forceinline__ uint32_t warp_min(uint32_t v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(kFullMask, v);
-#else
-  for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-#endif
-}
-__device__ __forceinline__ uint32_t warp_max(uint32_t v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_max_sync(kFullMask, v);
-#else
-  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-#endif
-}
-__device__ __forceinline__ uint64_t warp_min(uint64_t v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const uint64_t w = __shfl_xor_sync(kFullMask, v, o);
-    v = w < v ? w : v;
-  }
-  return v;
-}
-__device__ __forceinline__ uint64_t warp_max(uint64_t v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const uint64_t w = __shfl_xor_sync(kFullMask, v, o);
-    v = w > v ? w : v;
-  }
-  return v;
-}
-
 // ---------------------------------------------------------------------------------------------
 // One warp per row, the row held in registers: slot j of lane l is element j*32 + l.
 template <typename Key, int VPT>
