@@ -341,13 +341,19 @@ void launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, int64_t rows, i
     launch_warp_rows<scalar_t, VPT>(in, ov, oi, rows, cols, k, max_iter, eps, num_sms, stream); \
     return;                                                                                     \
   }
+  // Slots per lane rise in steps of at most 50% so that padding wastes little (768 -> 24 slots).
   RTOPK_WARP_CASE(1)
   RTOPK_WARP_CASE(2)
+  RTOPK_WARP_CASE(3)
   RTOPK_WARP_CASE(4)
+  RTOPK_WARP_CASE(6)
   RTOPK_WARP_CASE(8)
+  RTOPK_WARP_CASE(12)
   RTOPK_WARP_CASE(16)
+  RTOPK_WARP_CASE(24)
   RTOPK_WARP_CASE(32)
   if constexpr (kWarpMaxCols >= 2048) {
+    RTOPK_WARP_CASE(48)
     RTOPK_WARP_CASE(64)
   }
 #undef RTOPK_WARP_CASE
