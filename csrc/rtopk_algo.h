@@ -143,6 +143,11 @@ struct Plan {
   Key above;
   Key floor;
   int64_t quota;
+
+  // Emitted whatever its position.
+  RTOPK_HD bool takes(Key key) const { return key > above; }
+  // Emitted if among the first `quota` such elements in index order.
+  RTOPK_HD bool fills(Key key) const { return key <= above && key >= floor; }
 };
 
 // Row interface used by make_plan (all results uniform across the threads that share the row):

@@ -62,7 +62,7 @@ void cpu_rows(const RowProblem& p) {
       int64_t written = 0, ties = 0;
       for (int64_t j = 0; j < M && written < k; ++j) {
         const Key key = keys[j];
-        const bool take = key > plan.above || (key >= plan.floor && ties++ < plan.quota);
+        const bool take = plan.takes(key) || (plan.fills(key) && ties++ < plan.quota);
         if (take) {
           out_v[r * k + written] = x[j];
           out_i[r * k + written] = j;

@@ -178,8 +178,8 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
       const int e = j * 32 + lane;
       const Key key = row.keys[j];
       const bool valid = e < cols;
-      const bool above = valid && key > plan.above;
-      const bool tie = valid && !above && key >= plan.floor;
+      const bool above = valid && plan.takes(key);
+      const bool tie = valid && plan.fills(key);
       const unsigned tie_mask = __ballot_sync(kFullMask, tie);
       const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
       const unsigned take_mask = __ballot_sync(kFullMask, take);
@@ -291,8 +291,8 @@ __global__ void __launch_bounds__(kRowBlockThreads)
       const int64_t e = base + threadIdx.x;
       const bool valid = e < cols;
       const Key key = valid ? load_key(x + e) : Key(0);
-      const bool above = valid && key > plan.above;
-      const bool tie = valid && !above && key >= plan.floor;
+      const bool above = valid && plan.takes(key);
+      const bool tie = valid && plan.fills(key);
       const unsigned tie_mask = __ballot_sync(kFullMask, tie);
       unsigned ties_before, ties_total;
       block_prefix<kWarps>(s_ties, __popc(tie_mask), ties_before, ties_total);
