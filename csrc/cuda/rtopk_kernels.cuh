@@ -16,107 +16,13 @@
 #include <cstdint>
 
 #include "../rtopk_algo.h"
+#include "rtopk_kernels_common.cuh"
 #include "rtopk_launch.h"
+#include "rtopk_warp_values.cuh"
 
 namespace rtopk {
 namespace cuda_detail {
 
-constexpr unsigned kFullMask = 0xFFFFFFFFu;
-constexpr int kWarpBlockThreads = 256;
-constexpr int kRowBlockThreads = 512;
-
-template <typename scalar_t>
-struct Elem;
-template <>
-struct Elem<float> {
-  using Compute = float;
-  __device__ static float to_compute(float v) { return v; }
-  __device__ static float from_compute(float v) { return v; }
-};
-template <>
-struct Elem<double> {
-  using Compute = double;
-  __device__ static double to_compute(double v) { return v; }
-  __device__ static double from_compute(double v) { return v; }
-};
-template <>
-struct Elem<__half> {
-  using Compute = float;
-  __device__ static float to_compute(__half v) { return __half2float(v); }
-  __device__ static __half from_compute(float v) { return __float2half_rn(v); }  // exact here
-};
-template <>
-struct Elem<__nv_bfloat16> {
-  using Compute = float;
-  __device__ static float to_compute(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 from_compute(float v) { return __float2bfloat16_rn(v); }
-};
-
-template <typename scalar_t>
-using KeyFor = typename KeyTraits<typename Elem<scalar_t>::Compute>::Key;
-
-template <typename scalar_t>
-__device__ __forceinline__ KeyFor<scalar_t> load_key(const scalar_t* p) {
-  using E = Elem<scalar_t>;
-  return to_key<typename E::Compute>(E::to_compute(*p));
-}
-
-// The value of a selected element: rebuilt from its key, or re-read where the key dropped bits.
-template <typename scalar_t>
-__device__ __forceinline__ scalar_t key_value(KeyFor<scalar_t> key, const scalar_t* p) {
-  using E = Elem<scalar_t>;
-  if (key_loses_bits(key)) return *p;
-  return E::from_compute(from_key<typename E::Compute>(key));
-}
-
-struct MinOp {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    return b < a ? b : a;
-  }
-};
-struct SumOp {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-struct MaxOp {
-  template <typename T>
-  __device__ __forceinline__ T operator()(T a, T b) const {
-    return b > a ? b : a;
-  }
-};
-
-// Butterfly reduction: every lane ends with the result.
-template <typename T, typename Op>
-__device__ __forceinline__ T warp_reduce(T v, Op op) {
-  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(kFullMask, v, o));
-  return v;
-}
-
-template <typename Key>
-__device__ __forceinline__ Key warp_min(Key v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (sizeof(Key) == 4) return __reduce_min_sync(kFullMask, v);  // one instruction
-#endif
-  return warp_reduce(v, MinOp{});
-}
-template <typename Key>
-__device__ __forceinline__ Key warp_max(Key v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (sizeof(Key) == 4) return __reduce_max_sync(kFullMask, v);
-#endif
-  return warp_reduce(v, MaxOp{});
-}
-
-__device__ __forceinline__ unsigned warp_sum(unsigned v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_add_sync(kFullMask, v);
-#else
-  return warp_reduce(v, SumOp{});
-#endif
-}
 // ---------------------------------------------------------------------------------------------
 // One warp per row, the row held in registers: slot j of lane l is element j*32 + l.
 template <typename Key, int VPT>
@@ -322,9 +228,15 @@ void launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, int64_t row
   const int64_t wanted = (rows + kWarps - 1) / kWarps;
   const int64_t cap = int64_t(std::max(num_sms, 1)) * 32;
   const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
-  warp_rows_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
-      in, ov, oi, rows, static_cast<int>(cols), static_cast<int>(k), max_iter,
-      static_cast<Compute>(eps));
+  if constexpr (sizeof(Compute) == 4) {
+    warp_values_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
+        in, ov, oi, rows, static_cast<int>(cols), static_cast<int>(k), max_iter,
+        static_cast<float>(eps));
+  } else {
+    warp_rows_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
+        in, ov, oi, rows, static_cast<int>(cols), static_cast<int>(k), max_iter,
+        static_cast<Compute>(eps));
+  }
 }
 
 }  // namespace cuda_detail

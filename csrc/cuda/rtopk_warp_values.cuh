@@ -1,0 +1,268 @@
+// Warp-per-row kernel for 16/32-bit inputs: the row is held in registers as fp32 values (not keys),
+// so every count is one float compare per element, and exact mode takes a fast path:
+//   1. one pass for min, max and "all finite";
+//   2. bisect arithmetic midpoints of [min, max] over the whole row until at most 32 elements
+//      remain inside the bracket (or exactly k lie above a midpoint);
+//   3. compact those candidates, in index order, one per lane (shared memory, 256 B per warp);
+//   4. finish the bisection on the candidates alone (one ballot per step) and resolve ties at the
+//      k-th value by index.
+// The result is the exact set defined in rtopk_algo.h (unique, so identical to the CPU's).  Rows
+// with NaN or +-inf, rows where the bracket cannot be narrowed to 32 elements, and the eps /
+// max_iter modes run the shared make_plan() on a value-backed Row instead.
+#pragma once
+
+#include <climits>
+
+#include "rtopk_kernels_common.cuh"
+
+namespace rtopk {
+namespace cuda_detail {
+
+constexpr int kFastPasses = 16;  // whole-row bisection passes before falling back
+
+// Row interface over fp32 values for make_plan().  Padding slots hold NaN, which every count
+// includes; the fixed number of padding slots is subtracted.
+template <int VPT>
+struct ValueRow {
+  using T = KeyTraits<float>;
+  using Key = T::Key;
+  float v[VPT];
+  int npad;
+  int cols;
+
+  __device__ __forceinline__ bool valid(int j) const {
+    return j * 32 + int(threadIdx.x & 31) < cols;
+  }
+
+  __device__ __forceinline__ int64_t count_ge(Key t) const {
+    unsigned c = 0;
+    if (t > T::kPosInf) {  // only NaN (key kMax) is at or above t
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) c += v[j] != v[j];
+    } else {
+      // Keys in (kNegInf, kPosInf] are the non-NaN floats; key >= t <=> value >= from_key(t)
+      // (NaN passes as it should); every key at or below kNegInf admits all elements.
+      const float x = t <= T::kNegInf ? -__int_as_float(0x7f800000) : from_key<float>(t);
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) c += !(v[j] < x);
+    }
+    return int64_t(warp_sum(c)) - npad;
+  }
+
+  __device__ __forceinline__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
+    Key mn = T::kMax, mx = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const Key key = to_key<float>(v[j]);
+      const bool use = valid(j) && (!finite_only || key_is_finite(key));
+      mn = (use && key < mn) ? key : mn;
+      mx = (use && key > mx) ? key : mx;
+    }
+    lo = warp_min(mn);
+    hi = warp_max(mx);
+    return hi != 0;
+  }
+};
+
+// Order-preserving int of a finite float, for the one-instruction warp min/max.
+__device__ __forceinline__ int ordered(float f) {
+  const int b = __float_as_int(f);
+  return b ^ ((b >> 31) & 0x7fffffff);
+}
+__device__ __forceinline__ float unordered(int o) {
+  return __int_as_float(o ^ ((o >> 31) & 0x7fffffff));
+}
+__device__ __forceinline__ int warp_min_int(int v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_min_sync(kFullMask, v);
+#else
+  return warp_reduce(v, MinOp{});
+#endif
+}
+__device__ __forceinline__ int warp_max_int(int v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_max_sync(kFullMask, v);
+#else
+  return warp_reduce(v, MaxOp{});
+#endif
+}
+
+// The exact selection as "value > T, or value == T at index <= idx_t".
+struct Cut {
+  float t;
+  int idx_t;
+  bool ok;  // false: use the general path
+};
+
+template <int VPT>
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int cols, int k,
+                                              float* s_val, int* s_idx) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  const float kInf = __int_as_float(0x7f800000);
+
+  // 1. min, max, finiteness (padding NaN is skipped by fminf/fmaxf and by the valid test).
+  float mn = kInf, mx = -kInf;
+  bool bad = false;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    mn = fminf(mn, row.v[j]);
+    mx = fmaxf(mx, row.v[j]);
+    bad |= row.valid(j) && !(fabsf(row.v[j]) <= 3.402823466e38f);
+  }
+  if (__any_sync(kFullMask, bad)) return Cut{0.f, 0, false};
+  float lo = unordered(warp_min_int(ordered(mn)));
+  float hi = unordered(warp_max_int(ordered(mx)));
+  if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
+
+  // 2. Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).
+  int c_lo = cols, c_hi = 0;
+  bool hi_moved = false;
+  for (int pass = 0; pass < kFastPasses && c_lo - c_hi > 32; ++pass) {
+    const float t = KeyTraits<float>::midpoint(lo, hi);
+    if (!(lo < t && t < hi)) break;
+    unsigned c = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) c += !(row.v[j] < t);
+    const int cnt = int(warp_sum(c)) - row.npad;
+    if (cnt == k) return Cut{t, INT_MAX, true};
+    if (cnt < k) {
+      hi = t;
+      c_hi = cnt;
+      hi_moved = true;
+    } else {
+      lo = t;
+      c_lo = cnt;
+    }
+  }
+  if (c_lo - c_hi > 32) return Cut{0.f, 0, false};
+
+  // 3. Compact the candidates lo <= v < hi (v <= hi while hi is the row max) in index order.
+  int n = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float x = row.v[j];
+    const bool cand = row.valid(j) && !(x < lo) && (hi_moved ? x < hi : true);
+    const unsigned m = __ballot_sync(kFullMask, cand);
+    if (cand) {
+      const int pos = n + __popc(m & lanes_below);
+      s_val[pos] = x;
+      s_idx[pos] = j * 32 + lane;
+    }
+    n += __popc(m);
+  }
+  __syncwarp();
+  const bool has = lane < n;
+  const float cv = has ? s_val[lane] : -kInf;
+  const int ci = has ? s_idx[lane] : INT_MAX;
+  __syncwarp();  // the buffer is rewritten by this warp's next row
+
+  // 4. The r-th largest candidate, r = k - (elements above the bracket).
+  const int r = k - c_hi;
+  float lo2 = unordered(warp_min_int(has ? ordered(cv) : INT_MAX));
+  float hi2 = unordered(warp_max_int(has ? ordered(cv) : INT_MIN));
+  int c_hi2 = __popc(__ballot_sync(kFullMask, has && !(cv < hi2)));
+  if (c_hi2 >= r) {
+    lo2 = hi2;  // the top r candidates all equal the largest
+    c_hi2 = 0;
+  } else {
+    // Invariant: count(>= lo2) >= r > count(>= hi2) = c_hi2.
+    for (;;) {
+      const float t = KeyTraits<float>::midpoint(lo2, hi2);
+      if (!(lo2 < t && t < hi2)) break;
+      const int cnt = __popc(__ballot_sync(kFullMask, has && !(cv < t)));
+      if (cnt == r) return Cut{t, INT_MAX, true};
+      if (cnt < r) {
+        hi2 = t;
+        c_hi2 = cnt;
+      } else {
+        lo2 = t;
+      }
+    }
+  }
+  // Every candidate in [lo2, hi2) equals lo2: take the first r - c_hi2 of them by index.
+  const unsigned tie = __ballot_sync(kFullMask, has && cv == lo2);
+  const int q = r - c_hi2;  // >= 1
+  const bool last = (tie >> lane & 1u) && __popc(tie & lanes_below) == q - 1;
+  const int src = __ffs(__ballot_sync(kFullMask, last)) - 1;
+  return Cut{lo2, __shfl_sync(kFullMask, ci, src), true};
+}
+
+template <typename scalar_t, int VPT>
+__global__ void __launch_bounds__(kWarpBlockThreads)
+    warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                       int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                       int64_t max_iter, float eps) {
+  using E = Elem<scalar_t>;
+  using Key = KeyTraits<float>::Key;
+  constexpr int kWarps = kWarpBlockThreads / 32;
+  __shared__ float s_val[kWarps][32];
+  __shared__ int s_idx[kWarps][32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x / 32;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  const int64_t stride = int64_t(gridDim.x) * kWarps;
+  const bool exact = max_iter < 0 && !(eps > 0.f);
+  const float kNaN = __int_as_float(0x7fffffff);
+
+  for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
+    const scalar_t* x = in + r * cols;
+    ValueRow<VPT> row;
+    row.cols = cols;
+    row.npad = VPT * 32 - cols;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int e = j * 32 + lane;
+      row.v[j] = e < cols ? E::to_compute(x[e]) : kNaN;
+    }
+    scalar_t* ov = out_values + r * k;
+    int64_t* oi = out_indices + r * k;
+
+    const Cut cut =
+        exact ? fast_exact_cut(row, cols, k, s_val[warp], s_idx[warp]) : Cut{0.f, 0, false};
+    int written = 0;
+    if (cut.ok) {
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) {
+        if (written >= k) break;  // warp-uniform
+        const int e = j * 32 + lane;
+        const float v = row.v[j];
+        const bool take = e < cols && (v > cut.t || (v == cut.t && e <= cut.idx_t));
+        const unsigned take_mask = __ballot_sync(kFullMask, take);
+        if (take) {
+          const int pos = written + __popc(take_mask & lanes_below);
+          ov[pos] = E::from_compute(v);  // finite here: exact, -0.0 included
+          oi[pos] = e;
+        }
+        written += __popc(take_mask);
+      }
+      continue;
+    }
+
+    const Plan<Key> plan = make_plan<float>(row, k, max_iter, eps);
+    int64_t ties = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      if (written >= k) break;  // warp-uniform
+      const int e = j * 32 + lane;
+      const Key key = to_key<float>(row.v[j]);
+      const bool valid = e < cols;
+      const bool above = valid && plan.takes(key);
+      const bool tie = valid && plan.fills(key);
+      const unsigned tie_mask = __ballot_sync(kFullMask, tie);
+      const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
+      const unsigned take_mask = __ballot_sync(kFullMask, take);
+      if (take) {
+        const int pos = written + __popc(take_mask & lanes_below);
+        // NaN payloads do not survive the trip through fp32 for 16-bit types: re-read those.
+        ov[pos] = row.v[j] == row.v[j] ? E::from_compute(row.v[j]) : x[e];
+        oi[pos] = e;
+      }
+      ties += __popc(tie_mask);
+      written += __popc(take_mask);
+    }
+  }
+}
+
+}  // namespace cuda_detail
+}  // namespace rtopk
