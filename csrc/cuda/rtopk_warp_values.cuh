@@ -6,9 +6,11 @@
 //   3. compact those candidates, in index order, one per lane (shared memory, 256 B per warp);
 //   4. finish the bisection on the candidates alone (one ballot per step) and resolve ties at the
 //      k-th value by index.
-// The result is the exact set defined in rtopk_algo.h (unique, so identical to the CPU's).  Rows
-// with NaN or +-inf, rows where the bracket cannot be narrowed to 32 elements, and the eps /
-// max_iter modes run the shared make_plan() on a value-backed Row instead.
+// The result is the exact set defined in rtopk_algo.h (unique, so identical to the CPU's).
+// Algorithm 2 (max_iter) on finite rows runs the same midpoints as make_plan() with a cheaper
+// count.  Rows with NaN or +-inf, rows where the bracket cannot be narrowed to 32 elements, and
+// the eps mode run the shared make_plan() on a value-backed Row instead.  Selected elements are
+// staged in shared memory and written with coalesced stores when k <= kStageK.
 #pragma once
 
 #include <climits>
@@ -19,14 +21,16 @@ namespace rtopk {
 namespace cuda_detail {
 
 constexpr int kFastPasses = 16;  // whole-row bisection passes before falling back
+constexpr int kStageK = 128;     // outputs staged in shared memory (coalesced stores) up to this k
 
-// Row interface over fp32 values for make_plan().  Padding slots hold NaN, which every count
-// includes; the fixed number of padding slots is subtracted.
+// Row interface over fp32 values for make_plan().  Padding slots hold a copy of element 0 (a real
+// value, so min/max need no masking); every count subtracts the padding copies it included.
 template <int VPT>
 struct ValueRow {
   using T = KeyTraits<float>;
   using Key = T::Key;
   float v[VPT];
+  float pad;
   int npad;
   int cols;
 
@@ -36,17 +40,28 @@ struct ValueRow {
 
   __device__ __forceinline__ int64_t count_ge(Key t) const {
     unsigned c = 0;
+    bool pad_in;
     if (t > T::kPosInf) {  // only NaN (key kMax) is at or above t
 #pragma unroll
       for (int j = 0; j < VPT; ++j) c += v[j] != v[j];
+      pad_in = pad != pad;
     } else {
       // Keys in (kNegInf, kPosInf] are the non-NaN floats; key >= t <=> value >= from_key(t)
       // (NaN passes as it should); every key at or below kNegInf admits all elements.
       const float x = t <= T::kNegInf ? -__int_as_float(0x7f800000) : from_key<float>(t);
 #pragma unroll
       for (int j = 0; j < VPT; ++j) c += !(v[j] < x);
+      pad_in = !(pad < x);
     }
-    return int64_t(warp_sum(c)) - npad;
+    return int64_t(warp_sum(c)) - (pad_in ? npad : 0);
+  }
+
+  // For finite rows only: elements >= t, with one subtract and a sign-bit add per element.
+  __device__ __forceinline__ int count_ge_finite(float t) const {
+    unsigned below = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) below += __float_as_uint(v[j] - t) >> 31;
+    return VPT * 32 - int(warp_sum(below)) - (pad < t ? 0 : npad);
   }
 
   __device__ __forceinline__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
@@ -87,7 +102,44 @@ __device__ __forceinline__ int warp_max_int(int v) {
 #endif
 }
 
-// The exact selection as "value > T, or value == T at index <= idx_t".
+// min/max that return NaN when either operand is NaN, so one pass also detects NaN.
+__device__ __forceinline__ float min_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b);
+#endif
+}
+__device__ __forceinline__ float max_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
+}
+
+// Row min and max; false if the row holds NaN or +-inf (those rows take the general path).
+template <int VPT>
+__device__ __forceinline__ bool finite_min_max(const ValueRow<VPT>& row, float& lo, float& hi) {
+  float mn = row.v[0], mx = row.v[0];
+#pragma unroll
+  for (int j = 1; j < VPT; ++j) {
+    mn = min_nan(mn, row.v[j]);
+    mx = max_nan(mx, row.v[j]);
+  }
+  const bool fin = fabsf(mn) <= 3.402823466e38f && fabsf(mx) <= 3.402823466e38f;
+  if (!__all_sync(kFullMask, fin)) return false;
+  lo = unordered(warp_min_int(ordered(mn)));
+  hi = unordered(warp_max_int(ordered(mx)));
+  return true;
+}
+
+// A selection of the form "value > t, or value == t at index <= idx_t", capped at k elements in
+// index order.
 struct Cut {
   float t;
   int idx_t;
@@ -95,36 +147,23 @@ struct Cut {
 };
 
 template <int VPT>
-__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int cols, int k,
-                                              float* s_val, int* s_idx) {
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, float* s_val,
+                                              int* s_idx) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const float kInf = __int_as_float(0x7f800000);
+  const int cols = row.cols;
 
-  // 1. min, max, finiteness (padding NaN is skipped by fminf/fmaxf and by the valid test).
-  float mn = kInf, mx = -kInf;
-  bool bad = false;
-#pragma unroll
-  for (int j = 0; j < VPT; ++j) {
-    mn = fminf(mn, row.v[j]);
-    mx = fmaxf(mx, row.v[j]);
-    bad |= row.valid(j) && !(fabsf(row.v[j]) <= 3.402823466e38f);
-  }
-  if (__any_sync(kFullMask, bad)) return Cut{0.f, 0, false};
-  float lo = unordered(warp_min_int(ordered(mn)));
-  float hi = unordered(warp_max_int(ordered(mx)));
+  float lo, hi;
+  if (!finite_min_max(row, lo, hi)) return Cut{0.f, 0, false};
   if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
 
-  // 2. Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).
+  // Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).
   int c_lo = cols, c_hi = 0;
   bool hi_moved = false;
   for (int pass = 0; pass < kFastPasses && c_lo - c_hi > 32; ++pass) {
     const float t = KeyTraits<float>::midpoint(lo, hi);
     if (!(lo < t && t < hi)) break;
-    unsigned c = 0;
-#pragma unroll
-    for (int j = 0; j < VPT; ++j) c += !(row.v[j] < t);
-    const int cnt = int(warp_sum(c)) - row.npad;
+    const int cnt = row.count_ge_finite(t);
     if (cnt == k) return Cut{t, INT_MAX, true};
     if (cnt < k) {
       hi = t;
@@ -137,12 +176,12 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int cols
   }
   if (c_lo - c_hi > 32) return Cut{0.f, 0, false};
 
-  // 3. Compact the candidates lo <= v < hi (v <= hi while hi is the row max) in index order.
+  // Compact the candidates lo <= v < hi (v <= hi while hi is the row max) in index order.
   int n = 0;
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
     const float x = row.v[j];
-    const bool cand = row.valid(j) && !(x < lo) && (hi_moved ? x < hi : true);
+    const bool cand = row.valid(j) && !(x < lo) && (!hi_moved || x < hi);
     const unsigned m = __ballot_sync(kFullMask, cand);
     if (cand) {
       const int pos = n + __popc(m & lanes_below);
@@ -153,11 +192,11 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int cols
   }
   __syncwarp();
   const bool has = lane < n;
-  const float cv = has ? s_val[lane] : -kInf;
+  const float cv = has ? s_val[lane] : 0.f;
   const int ci = has ? s_idx[lane] : INT_MAX;
   __syncwarp();  // the buffer is rewritten by this warp's next row
 
-  // 4. The r-th largest candidate, r = k - (elements above the bracket).
+  // The r-th largest candidate, r = k - (elements above the bracket).
   const int r = k - c_hi;
   float lo2 = unordered(warp_min_int(has ? ordered(cv) : INT_MAX));
   float hi2 = unordered(warp_max_int(has ? ordered(cv) : INT_MIN));
@@ -188,6 +227,66 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int cols
   return Cut{lo2, __shfl_sync(kFullMask, ci, src), true};
 }
 
+// Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
+template <int VPT>
+__device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT>& row, int k,
+                                                   int64_t max_iter) {
+  float lo, hi;
+  if (!finite_min_max(row, lo, hi)) return Cut{0.f, 0, false};
+  for (int64_t it = 0; it < max_iter; ++it) {
+    const float t = KeyTraits<float>::midpoint(lo, hi);
+    const int cnt = row.count_ge_finite(t);
+    if (cnt == k) {
+      lo = t;
+      break;
+    }
+    if (cnt < k) {
+      hi = t;
+    } else {
+      lo = t;
+    }
+  }
+  return Cut{lo, INT_MAX, true};
+}
+
+// Writes the first k elements (index order) that the cut takes.
+template <typename scalar_t, int VPT>
+__device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const Cut& cut,
+                                         scalar_t* ov, int64_t* oi, float* s_ov, int* s_oi) {
+  using E = Elem<scalar_t>;
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  const bool stage = k <= kStageK;
+  int written = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    if (written >= k) break;  // warp-uniform
+    const int e = j * 32 + lane;
+    const float v = row.v[j];
+    const bool take = row.valid(j) && (v > cut.t || (v == cut.t && e <= cut.idx_t));
+    const unsigned take_mask = __ballot_sync(kFullMask, take);
+    const int pos = written + __popc(take_mask & lanes_below);
+    if (take && pos < k) {
+      if (stage) {
+        s_ov[pos] = v;
+        s_oi[pos] = e;
+      } else {
+        ov[pos] = E::from_compute(v);  // finite here: exact, -0.0 included
+        oi[pos] = e;
+      }
+    }
+    written += __popc(take_mask);
+  }
+  if (stage) {
+    __syncwarp();
+    for (int p = lane; p < k; p += 32) {
+      ov[p] = E::from_compute(s_ov[p]);
+      oi[p] = s_oi[p];
+    }
+    __syncwarp();
+  }
+}
+
 template <typename scalar_t, int VPT>
 __global__ void __launch_bounds__(kWarpBlockThreads)
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
@@ -198,48 +297,39 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
   constexpr int kWarps = kWarpBlockThreads / 32;
   __shared__ float s_val[kWarps][32];
   __shared__ int s_idx[kWarps][32];
+  __shared__ float s_ov[kWarps][kStageK];
+  __shared__ int s_oi[kWarps][kStageK];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x / 32;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int64_t stride = int64_t(gridDim.x) * kWarps;
   const bool exact = max_iter < 0 && !(eps > 0.f);
-  const float kNaN = __int_as_float(0x7fffffff);
+  const bool early_stop = max_iter > 0 && !(eps > 0.f);
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
     ValueRow<VPT> row;
     row.cols = cols;
     row.npad = VPT * 32 - cols;
+    row.pad = E::to_compute(x[0]);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int e = j * 32 + lane;
-      row.v[j] = e < cols ? E::to_compute(x[e]) : kNaN;
+      row.v[j] = e < cols ? E::to_compute(x[e]) : row.pad;
     }
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
 
-    const Cut cut =
-        exact ? fast_exact_cut(row, cols, k, s_val[warp], s_idx[warp]) : Cut{0.f, 0, false};
-    int written = 0;
+    Cut cut{0.f, 0, false};
+    if (exact) cut = fast_exact_cut(row, k, s_val[warp], s_idx[warp]);
+    if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
     if (cut.ok) {
-#pragma unroll
-      for (int j = 0; j < VPT; ++j) {
-        if (written >= k) break;  // warp-uniform
-        const int e = j * 32 + lane;
-        const float v = row.v[j];
-        const bool take = e < cols && (v > cut.t || (v == cut.t && e <= cut.idx_t));
-        const unsigned take_mask = __ballot_sync(kFullMask, take);
-        if (take) {
-          const int pos = written + __popc(take_mask & lanes_below);
-          ov[pos] = E::from_compute(v);  // finite here: exact, -0.0 included
-          oi[pos] = e;
-        }
-        written += __popc(take_mask);
-      }
+      emit_cut(row, k, cut, ov, oi, s_ov[warp], s_oi[warp]);
       continue;
     }
 
     const Plan<Key> plan = make_plan<float>(row, k, max_iter, eps);
+    int written = 0;
     int64_t ties = 0;
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
