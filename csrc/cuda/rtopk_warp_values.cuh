@@ -58,9 +58,12 @@ struct ValueRow {
 
   // For finite rows only: elements >= t, with one subtract and a sign-bit add per element.
   __device__ __forceinline__ int count_ge_finite(float t) const {
+    // v - t is negative exactly when v < t, except (-0) - (+0) = -0: a zero threshold is taken
+    // as -0, for which v - t is +0 whenever v is a zero.
+    const float tz = t == 0.f ? -0.f : t;
     unsigned below = 0;
 #pragma unroll
-    for (int j = 0; j < VPT; ++j) below += __float_as_uint(v[j] - t) >> 31;
+    for (int j = 0; j < VPT; ++j) below += __float_as_uint(v[j] - tz) >> 31;
     return VPT * 32 - int(warp_sum(below)) - (pad < t ? 0 : npad);
   }
 
@@ -147,8 +150,8 @@ struct Cut {
 };
 
 template <int VPT>
-__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, float* s_val,
-                                              int* s_idx) {
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, float (&s_val)[33],
+                                              int (&s_idx)[33]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int cols = row.cols;
@@ -181,13 +184,12 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, f
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
     const float x = row.v[j];
-    const bool cand = row.valid(j) && !(x < lo) && (!hi_moved || x < hi);
+    const bool cand = row.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
     const unsigned m = __ballot_sync(kFullMask, cand);
-    if (cand) {
-      const int pos = n + __popc(m & lanes_below);
-      s_val[pos] = x;
-      s_idx[pos] = j * 32 + lane;
-    }
+    // Unconditional stores (others to the spare slot 32) keep the address math out of a branch.
+    const int slot = cand ? n + __popc(m & lanes_below) : 32;
+    s_val[slot] = x;
+    s_idx[slot] = j * 32 + lane;
     n += __popc(m);
   }
   __syncwarp();
@@ -252,7 +254,8 @@ __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT>& row, int
 // Writes the first k elements (index order) that the cut takes.
 template <typename scalar_t, int VPT>
 __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const Cut& cut,
-                                         scalar_t* ov, int64_t* oi, float* s_ov, int* s_oi) {
+                                         scalar_t* ov, int64_t* oi, float (&s_ov)[kStageK + 1],
+                                         int (&s_oi)[kStageK + 1]) {
   using E = Elem<scalar_t>;
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
@@ -263,17 +266,17 @@ __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const 
     if (written >= k) break;  // warp-uniform
     const int e = j * 32 + lane;
     const float v = row.v[j];
-    const bool take = row.valid(j) && (v > cut.t || (v == cut.t && e <= cut.idx_t));
+    const bool take = row.valid(j) & (v >= cut.t) & ((v != cut.t) | (e <= cut.idx_t));
     const unsigned take_mask = __ballot_sync(kFullMask, take);
     const int pos = written + __popc(take_mask & lanes_below);
-    if (take && pos < k) {
-      if (stage) {
-        s_ov[pos] = v;
-        s_oi[pos] = e;
-      } else {
-        ov[pos] = E::from_compute(v);  // finite here: exact, -0.0 included
-        oi[pos] = e;
-      }
+    const bool keep = take && pos < k;
+    if (stage) {
+      const int slot = keep ? pos : kStageK;  // spare slot: no branch around the stores
+      s_ov[slot] = v;
+      s_oi[slot] = e;
+    } else if (keep) {
+      ov[pos] = E::from_compute(v);  // finite here: exact, -0.0 included
+      oi[pos] = e;
     }
     written += __popc(take_mask);
   }
@@ -295,10 +298,10 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
   using E = Elem<scalar_t>;
   using Key = KeyTraits<float>::Key;
   constexpr int kWarps = kWarpBlockThreads / 32;
-  __shared__ float s_val[kWarps][32];
-  __shared__ int s_idx[kWarps][32];
-  __shared__ float s_ov[kWarps][kStageK];
-  __shared__ int s_oi[kWarps][kStageK];
+  __shared__ float s_val[kWarps][33];
+  __shared__ int s_idx[kWarps][33];
+  __shared__ float s_ov[kWarps][kStageK + 1];
+  __shared__ int s_oi[kWarps][kStageK + 1];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x / 32;
   const unsigned lanes_below = (1u << lane) - 1u;
