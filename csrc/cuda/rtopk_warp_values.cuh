@@ -291,16 +291,6 @@ __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const 
 }
 
 template <typename scalar_t, int VPT>
-__device__ __forceinline__ void load_row(const scalar_t* __restrict__ x, int cols,
-                                         scalar_t (&raw)[VPT]) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int j = 0; j < VPT; ++j) {
-    if (j * 32 + lane < cols) raw[j] = x[j * 32 + lane];
-  }
-}
-
-template <typename scalar_t, int VPT>
 __global__ void __launch_bounds__(kWarpBlockThreads)
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
@@ -319,24 +309,17 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
 
-  // Software pipeline: the next row's loads are issued before this row's search, so every warp
-  // keeps a row in flight while it computes.
-  int64_t r = int64_t(blockIdx.x) * kWarps + warp;
-  scalar_t raw[VPT];
-  if (r < rows) load_row(in + r * cols, cols, raw);
-  for (; r < rows; r += stride) {
+  for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
     ValueRow<VPT> row;
     row.cols = cols;
     row.npad = VPT * 32 - cols;
-    const float first = E::to_compute(raw[0]);
-    row.pad = __shfl_sync(kFullMask, first, 0);  // element 0
+    row.pad = E::to_compute(x[0]);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int e = j * 32 + lane;
-      row.v[j] = e < cols ? E::to_compute(raw[j]) : row.pad;
+      row.v[j] = e < cols ? E::to_compute(x[e]) : row.pad;
     }
-    if (r + stride < rows) load_row(in + (r + stride) * cols, cols, raw);
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
 
