@@ -19,16 +19,53 @@ import torch
 
 import rtopk
 
+def _grid(ns, ms, ks, dist="randn"):
+    return [(N, M, k, dist) for N in ns for M in ms for k in ks if k <= M]
+
+
 GRIDS = {
-    "quick": [(2**16, M, k) for M in (256, 768) for k in (16, 128)] + [(2**14, 4096, 64)],
-    "issue2": [(2**18, M, k) for M in (256, 512, 768) for k in (16, 64, 128)],
-    "paper": [(N, M, k) for N in (2**14, 2**16, 2**18, 2**20) for M in (256, 512, 768) for k in (16, 32, 64, 96, 128)],
-    "moe": [(N, M, k) for N in (2**14, 2**16, 2**18) for M in (8, 16, 64, 128, 256) for k in (1, 2, 4, 8) if k < M],
-    "wide": [(2**16, M, k) for M in (1024, 2048, 4096, 8192) for k in (8, 128, 512)],
+    "quick": _grid([2**16], [256, 768], [16, 128]) + _grid([2**14], [4096], [64]),
+    "issue2": _grid([2**18], [256, 512, 768], [16, 64, 128]),
+    "paper": _grid([2**14, 2**16, 2**18, 2**20], [256, 512, 768], [16, 32, 64, 96, 128]),
+    "moe": _grid([2**14, 2**16, 2**18], [8, 16, 64, 128, 256], [1, 2, 4, 8]),
+    "wide": _grid([2**16], [1024, 2048, 4096, 8192], [8, 128, 512]),
+    # Row distributions that stress the search, each next to randn rows of the same shape.
+    "adversarial": [
+        (2**16, M, 64, d)
+        for M in (256, 768)
+        for d in ("randn", "all_equal", "two_values", "ties", "inf_mixed", "heavy_tail")
+    ],
 }
-GRIDS["all"] = sorted({p for g in GRIDS.values() for p in g})
+GRIDS["all"] = sorted({p for g in GRIDS.values() for p in g}, key=lambda p: (p[3] != "randn", p))
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 EARLY_STOP = (2, 4, 8)
+
+
+def make_input(dist, N, M, dtype, device, gen):
+    """Fresh random rows of one distribution (never constant zeros)."""
+    x = torch.randn(N, M, generator=gen, device=device, dtype=torch.float32)
+    if dist == "all_equal":
+        x = torch.full_like(x, 0.75)
+    elif dist == "two_values":
+        x = torch.where(x > 0, 1.5, -0.5)
+    elif dist == "ties":  # heavy ties everywhere, so also at the k-th value
+        x = torch.round(x * 2)
+    elif dist == "inf_mixed":
+        u = torch.rand(N, M, generator=gen, device=device)
+        x = torch.where(u < 0.02, float("inf"), torch.where(u > 0.98, float("-inf"), x))
+    elif dist == "heavy_tail":
+        x = x**5
+    elif dist != "randn":
+        raise ValueError(f"unknown row distribution {dist!r}")
+    return x.to(dtype)
+
+
+def progress(i, n, label):
+    width = 30
+    done = width * i // n
+    print(f"\r[{'#' * done}{'.' * (width - done)}] {i}/{n} {label:<32}", end="", file=sys.stderr, flush=True)
+    if i == n:
+        print(file=sys.stderr)
 
 
 def _cpu_timer(fn, reps=5):
@@ -79,12 +116,33 @@ def copy_bandwidth(device, timer):
 
 def exact_matches_torch(x, k):
     values, _ = rtopk.rtopk(x, k)
-    ours = values.float().sort(dim=-1, descending=True).values
-    theirs = torch.topk(x, k, dim=-1, sorted=True).values.float()
+    ours = values.double()
+    ours = torch.where(torch.isnan(ours), float("inf"), ours).sort(dim=-1, descending=True).values
+    theirs = torch.topk(x, k, dim=-1, sorted=True).values.double()
+    theirs = torch.where(torch.isnan(theirs), float("inf"), theirs).sort(dim=-1, descending=True).values
     return torch.equal(ours, theirs)
 
 
-def run(grid, dtype, device, out=sys.stdout):
+COLUMNS = ["N", "M", "k", "dist", "torch_sorted", "torch_unsorted", "exact"] + [f"it{i}" for i in EARLY_STOP]
+COLUMNS += ["speedup_exact", "speedup_it4", "floor_ms", "floor_frac_exact", "floor_frac_it4", "GBps_exact"]
+
+
+def _cell(row, c):
+    v = row.get(c)
+    if c == "exact" and row.get("wrong"):
+        return "WRONG"
+    if isinstance(v, float):
+        return f"{v:.4f}" if c.endswith("ms") or c.startswith(("torch", "exact", "it")) else f"{v:.2f}"
+    return str(v)
+
+
+def geomean(vals):
+    vals = [v for v in vals if v == v and v > 0]
+    return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+
+
+def run(grid, dtype, device, out=None):
+    out = out or sys.stdout
     timer = CudaTimer() if device == "cuda" else _cpu_timer
     method = timer.method if device == "cuda" else "perf_counter (median)"
     bw = copy_bandwidth(device, timer)
@@ -93,15 +151,13 @@ def run(grid, dtype, device, out=sys.stdout):
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU"
     print(f"# device: {name}; torch {torch.__version__}; dtype {dtype}; copy bandwidth {bw / 1e12:.3f} TB/s", file=out)
     print(f"# timing: {method}", file=out)
-    cols = ["N", "M", "k", "torch_sorted", "torch_unsorted", "exact"] + [f"it{i}" for i in EARLY_STOP]
-    cols += ["speedup_exact", "speedup_it4", "floor_ms", "floor_frac_exact", "floor_frac_it4", "GBps_exact"]
-    print("| " + " | ".join(cols) + " |", file=out)
-    print("|" + "---|" * len(cols), file=out)
+    print("| " + " | ".join(COLUMNS) + " |", file=out)
+    print("|" + "---|" * len(COLUMNS), file=out)
     rows = []
-    for i, (N, M, k) in enumerate(grid):
-        print(f"[{i + 1}/{len(grid)}] N={N} M={M} k={k}", file=sys.stderr, flush=True)
-        x = torch.randn(N, M, generator=gen, device=device, dtype=torch.float32).to(dtype)
-        row = {"N": N, "M": M, "k": k}
+    for i, (N, M, k, dist) in enumerate(grid):
+        progress(i, len(grid), f"N={N} M={M} k={k} {dist}")
+        x = make_input(dist, N, M, dtype, device, gen)
+        row = {"N": N, "M": M, "k": k, "dist": dist}
         row["torch_sorted"] = timer(lambda: torch.topk(x, k, dim=-1, sorted=True))
         row["torch_unsorted"] = timer(lambda: torch.topk(x, k, dim=-1, sorted=False))
         if exact_matches_torch(x, k):
@@ -119,27 +175,60 @@ def run(grid, dtype, device, out=sys.stdout):
         row["floor_frac_it4"] = row["floor_ms"] / row["it4"]
         row["GBps_exact"] = floor_bytes / (row["exact"] * 1e-3) / 1e9
         rows.append(row)
-        cells = []
-        for c in cols:
-            v = row[c]
-            if c == "exact" and row.get("wrong"):
-                cells.append("WRONG")
-            elif isinstance(v, float):
-                cells.append(f"{v:.4f}" if c.endswith("ms") or c.startswith(("torch", "exact", "it")) else f"{v:.2f}")
-            else:
-                cells.append(str(v))
-        print("| " + " | ".join(cells) + " |", file=out, flush=True)
-    summary = {}
-    for c in ("speedup_exact", "speedup_it4", "floor_frac_exact", "floor_frac_it4"):
-        vals = [r[c] for r in rows if r[c] == r[c] and r[c] > 0]
-        summary[c] = math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
+        print("| " + " | ".join(_cell(row, c) for c in COLUMNS) + " |", file=out, flush=True)
+        del x
+    progress(len(grid), len(grid), "done")
+    randn = [r for r in rows if r["dist"] == "randn"]
+    summary = {c: geomean([r[c] for r in randn]) for c in ("speedup_exact", "speedup_it4", "floor_frac_exact", "floor_frac_it4")}
     print(
-        "# geometric means: speed-up over torch.topk(sorted) exact {speedup_exact:.2f}x, max_iter=4 {speedup_it4:.2f}x; "
-        "fraction of memory floor exact {floor_frac_exact:.3f}, max_iter=4 {floor_frac_it4:.3f}".format(**summary),
+        "# geometric means over randn rows: speed-up over torch.topk(sorted) exact {speedup_exact:.2f}x, max_iter=4 "
+        "{speedup_it4:.2f}x; fraction of memory floor exact {floor_frac_exact:.3f}, max_iter=4 {floor_frac_it4:.3f}".format(
+            **summary
+        ),
         file=out,
     )
+    base = {(r["N"], r["M"], r["k"]): r["exact"] for r in randn}
+    slow = [(r, r["exact"] / base[(r["N"], r["M"], r["k"])]) for r in rows if r["dist"] != "randn" and (r["N"], r["M"], r["k"]) in base]
+    for r, ratio in slow:
+        print(f"# exact on {r['dist']} rows (N={r['N']}, M={r['M']}, k={r['k']}): {ratio:.2f}x the time of randn rows", file=out)
+    if slow:
+        summary["worst_adversarial_ratio"] = max(ratio for _, ratio in slow)
     return {"device": name, "torch": torch.__version__, "dtype": str(dtype), "copy_bandwidth": bw, "timing": method,
             "rows": rows, "summary": summary}
+
+
+def plot(result, path):
+    """Speed-up over torch.topk(sorted) per (N, M), one panel each, in the spirit of the paper's Figure 4."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # optional dependency
+        raise SystemExit(f"--plot needs matplotlib ({exc}); pip install matplotlib") from exc
+    rows = [r for r in result["rows"] if r["dist"] == "randn"]
+    panels = sorted({(r["N"], r["M"]) for r in rows})
+    cols = min(3, len(panels))
+    nrows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    series = [("exact", "exact")] + [(f"it{i}", f"max_iter={i}") for i in EARLY_STOP]
+    for ax, (N, M) in zip(axes.flat, panels):
+        sub = sorted((r for r in rows if r["N"] == N and r["M"] == M), key=lambda r: r["k"])
+        ks = [r["k"] for r in sub]
+        width = 0.8 / len(series)
+        for j, (key, label) in enumerate(series):
+            sp = [r["torch_sorted"] / r[key] for r in sub]
+            ax.bar([i + j * width for i in range(len(ks))], sp, width, label=label)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(ks))], [str(k) for k in ks])
+        ax.set_title(f"N=2^{int(math.log2(N))}, M={M}: exact {geomean([r['speedup_exact'] for r in sub]):.1f}x")
+        ax.set_xlabel("k")
+        ax.set_ylabel("speed-up over torch.topk")
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle(f"rtopk vs torch.topk(sorted=True), {result['dtype']}, {result['device']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main(argv=None):
@@ -149,20 +238,23 @@ def main(argv=None):
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the results as JSON")
     p.add_argument("--csv", default=None, metavar="FILE", help="also write the table as CSV")
+    p.add_argument("--plot", default=None, metavar="FILE.png", help="speed-up chart per (N, M) (needs matplotlib)")
     args = p.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     grid = GRIDS[args.grid]
-    if device == "cpu" and args.grid == "quick":
-        grid = [(N // 64, M, k) for N, M, k in grid]  # keep the CPU run short
+    if device == "cpu":
+        grid = [(max(1, N // 64), M, k, d) for N, M, k, d in grid]  # keep CPU runs short
     result = run(grid, DTYPES[args.dtype], device)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(result, f, indent=1)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(result["rows"][0].keys()) + ["wrong"], extrasaction="ignore")
+            w = csv.DictWriter(f, fieldnames=COLUMNS + ["wrong"], extrasaction="ignore")
             w.writeheader()
             w.writerows(result["rows"])
+    if args.plot:
+        plot(result, args.plot)
     return 0
 
 

@@ -1,0 +1,44 @@
+"""The benchmark command runs end to end on the CPU (tiny grids) and writes its outputs."""
+
+import json
+
+import pytest
+
+from rtopk import bench
+
+
+def test_bench_run_small_grid(tmp_path, capsys):
+    grid = [(64, 40, 5, "randn"), (64, 40, 5, "two_values"), (64, 40, 5, "inf_mixed"), (32, 300, 40, "heavy_tail")]
+    result = bench.run(grid, bench.DTYPES["float32"], "cpu")
+    out = capsys.readouterr().out
+    assert "| N | M | k | dist |" in out and "geometric means" in out
+    assert len(result["rows"]) == len(grid)
+    assert not any(r.get("wrong") for r in result["rows"])
+    assert "worst_adversarial_ratio" in result["summary"]
+
+
+def test_bench_main_writes_files(tmp_path, monkeypatch):
+    monkeypatch.setitem(bench.GRIDS, "quick", [(128, 33, 4, "randn"), (128, 33, 4, "ties")])
+    js, cs = tmp_path / "r.json", tmp_path / "r.csv"
+    args = ["--device", "cpu", "--json", str(js), "--csv", str(cs)]
+    plot_path = tmp_path / "r.png"
+    try:
+        import matplotlib  # noqa: F401
+
+        args += ["--plot", str(plot_path)]
+    except ImportError:
+        plot_path = None
+    assert bench.main(args) == 0
+    data = json.loads(js.read_text())
+    assert [r["dist"] for r in data["rows"]] == ["randn", "ties"]
+    assert cs.read_text().startswith("N,M,k,dist,")
+    if plot_path is not None:
+        assert plot_path.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("dist", ["randn", "all_equal", "two_values", "ties", "inf_mixed", "heavy_tail"])
+def test_bench_inputs_are_real_data(dist):
+    import torch
+
+    x = bench.make_input(dist, 8, 50, torch.float32, "cpu", torch.Generator().manual_seed(0))
+    assert x.shape == (8, 50) and not bool((x == 0).all())
