@@ -101,20 +101,34 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// One block per row for long rows; the block's threads share every count.
+// One block per row for long rows; the block's threads share every count.  Rows of up to
+// kBlockCacheBytes are converted to keys once into shared memory, so the search's passes read
+// shared memory; longer rows are re-read from global memory (L1/L2) on every pass.
+constexpr int kBlockCacheBytes = 44 * 1024;  // static shared memory stays under 48 KB
+
 template <typename scalar_t>
 struct BlockRow {
   using Key = KeyFor<scalar_t>;
   static constexpr int kWarps = kRowBlockThreads / 32;
+  static constexpr int kCacheKeys = kBlockCacheBytes / sizeof(Key);
   const scalar_t* x;
   int64_t n;
+  const Key* cache;  // the row's keys in shared memory, or nullptr
   int64_t* s_count;  // kWarps slots
   Key* s_lo;         // kWarps slots
   Key* s_hi;         // kWarps slots
 
+  __device__ __forceinline__ Key key_at(int64_t e) const {
+    return cache != nullptr ? cache[e] : load_key(x + e);
+  }
+
   __device__ int64_t count_ge(Key t) const {
     unsigned c = 0;  // < 2^32: a thread sees at most n / kRowBlockThreads elements
-    for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads) c += load_key(x + e) >= t;
+    if (cache != nullptr) {
+      for (int e = threadIdx.x; e < n; e += kRowBlockThreads) c += cache[e] >= t;
+    } else {
+      for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads) c += load_key(x + e) >= t;
+    }
     c = warp_sum(c);
     if ((threadIdx.x & 31) == 0) s_count[threadIdx.x / 32] = c;
     __syncthreads();
@@ -128,7 +142,7 @@ struct BlockRow {
   __device__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
     Key mn = KeyTraits<ComputeOf<Key>>::kMax, mx = 0;
     for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads) {
-      const Key key = load_key(x + e);
+      const Key key = key_at(e);
       const bool use = !finite_only || key_is_finite(key);
       mn = (use && key < mn) ? key : mn;
       mx = (use && key > mx) ? key : mx;
@@ -177,6 +191,7 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   using Compute = typename Elem<scalar_t>::Compute;
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kRowBlockThreads / 32;
+  __shared__ Key s_cache[BlockRow<scalar_t>::kCacheKeys];
   __shared__ int64_t s_count[kWarps];
   __shared__ Key s_lo[kWarps];
   __shared__ Key s_hi[kWarps];
@@ -187,7 +202,12 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const scalar_t* x = in + r * cols;
-    const BlockRow<scalar_t> row{x, cols, s_count, s_lo, s_hi};
+    const bool cached = cols <= BlockRow<scalar_t>::kCacheKeys;
+    if (cached) {
+      for (int e = threadIdx.x; e < cols; e += kRowBlockThreads) s_cache[e] = load_key(x + e);
+      __syncthreads();
+    }
+    const BlockRow<scalar_t> row{x, cols, cached ? s_cache : nullptr, s_count, s_lo, s_hi};
     const Plan<Key> plan = make_plan<Compute>(row, k, max_iter, eps);
 
     scalar_t* ov = out_values + r * k;
@@ -196,7 +216,7 @@ __global__ void __launch_bounds__(kRowBlockThreads)
     for (int64_t base = 0; base < cols && written < k; base += kRowBlockThreads) {
       const int64_t e = base + threadIdx.x;
       const bool valid = e < cols;
-      const Key key = valid ? load_key(x + e) : Key(0);
+      const Key key = valid ? row.key_at(e) : Key(0);
       const bool above = valid && plan.takes(key);
       const bool tie = valid && plan.fills(key);
       const unsigned tie_mask = __ballot_sync(kFullMask, tie);
