@@ -166,21 +166,115 @@ struct BlockRow {
   }
 };
 
-// Exclusive prefix over the warps of the block of one per-warp count, plus the block total.
+// Exclusive prefix over the block's threads of two per-thread counts, in one scan.
 template <int kWarps>
-__device__ __forceinline__ void block_prefix(unsigned* s_slots, unsigned mine, unsigned& before,
-                                             unsigned& total) {
-  if ((threadIdx.x & 31) == 0) s_slots[threadIdx.x / 32] = mine;
+__device__ __forceinline__ void block_scan2(int64_t* s_a, int64_t* s_b, int64_t a, int64_t b,
+                                            int64_t& before_a, int64_t& before_b) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  int64_t ia = a, ib = b;  // inclusive within the warp
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int64_t ya = __shfl_up_sync(kFullMask, ia, o);
+    const int64_t yb = __shfl_up_sync(kFullMask, ib, o);
+    if (lane >= o) {
+      ia += ya;
+      ib += yb;
+    }
+  }
+  if (lane == 31) {
+    s_a[warp] = ia;
+    s_b[warp] = ib;
+  }
   __syncthreads();
-  before = 0;
-  total = 0;
-  const int warp = threadIdx.x / 32;
+  int64_t wa = 0, wb = 0;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) {
-    const unsigned v = s_slots[w];
-    before += w < warp ? v : 0u;
-    total += v;
+    wa += w < warp ? s_a[w] : 0;
+    wb += w < warp ? s_b[w] : 0;
   }
+  before_a = wa + ia - a;
+  before_b = wb + ib - b;
+  __syncthreads();  // the slots are rewritten by the next scan
+}
+
+// Exact mode for a row cached in shared memory: midpoint bisection in value space until at most
+// 32 elements remain in the bracket, then one warp ranks those candidates.  Returns false (use
+// make_plan) for rows with NaN/inf or a bracket that does not narrow.
+template <typename scalar_t>
+__device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
+                                      Plan<KeyFor<scalar_t>>& plan, int* s_n,
+                                      KeyFor<scalar_t>* s_ck, int* s_ci,
+                                      Plan<KeyFor<scalar_t>>* s_plan) {
+  using Compute = typename Elem<scalar_t>::Compute;
+  using T = KeyTraits<Compute>;
+  using Key = KeyFor<scalar_t>;
+  const int n = static_cast<int>(row.n);
+  Key kmin, kmax;
+  row.key_range(kmin, kmax, false);
+  if (!key_is_finite(kmin) || !key_is_finite(kmax)) return false;
+  if (kmin == kmax) {
+    plan = Plan<Key>{kmax, kmax, k};
+    return true;
+  }
+  Compute lo = from_key<Compute>(kmin), hi = from_key<Compute>(kmax);
+  int64_t c_lo = n, c_hi = 0;
+  bool hi_moved = false;
+  for (int pass = 0; pass < 40 && c_lo - c_hi > 32; ++pass) {
+    const Compute t = T::midpoint(lo, hi);
+    if (!(lo < t && t < hi)) break;
+    const Key kt = to_key<Compute>(t);
+    const int64_t c = row.count_ge(kt);
+    if (c == k) {
+      plan = Plan<Key>{Key(kt - 1), kt, 0};
+      return true;
+    }
+    if (c < k) {
+      hi = t;
+      c_hi = c;
+      hi_moved = true;
+    } else {
+      lo = t;
+      c_lo = c;
+    }
+  }
+  if (c_lo - c_hi > 32) return false;
+
+  // Collect the candidates (any order); the index breaks ties below.
+  const Key klo = to_key<Compute>(lo), khi = to_key<Compute>(hi);
+  if (threadIdx.x == 0) *s_n = 0;
+  __syncthreads();
+  for (int e = threadIdx.x; e < n; e += kRowBlockThreads) {
+    const Key key = row.cache[e];
+    if (key >= klo && (!hi_moved || key < khi)) {
+      const int slot = atomicAdd(s_n, 1);
+      s_ck[slot] = key;
+      s_ci[slot] = e;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const int m = *s_n;
+    const bool has = lane < m;
+    const Key ck = has ? s_ck[lane] : Key(0);
+    const int ci = has ? s_ci[lane] : 0;
+    // Rank in (key descending, index ascending) order.
+    int rank = 0;
+    for (int j = 0; j < m; ++j) {
+      const Key kj = s_ck[j];
+      const int ij = s_ci[j];
+      rank += (kj > ck) || (kj == ck && ij < ci);
+    }
+    const int r = static_cast<int>(k - c_hi);  // 1 <= r <= m
+    const unsigned at = __ballot_sync(kFullMask, has && rank == r - 1);
+    const Key kth = s_ck[__ffs(at) - 1 < 0 ? 0 : __ffs(at) - 1];
+    const unsigned ties = __ballot_sync(kFullMask, has && ck == kth && rank < r);
+    if (lane == 0) *s_plan = Plan<Key>{kth, kth, __popc(ties)};
+  }
+  __syncthreads();
+  plan = *s_plan;
+  __syncthreads();
+  return true;
 }
 
 template <typename scalar_t>
@@ -195,10 +289,13 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   __shared__ int64_t s_count[kWarps];
   __shared__ Key s_lo[kWarps];
   __shared__ Key s_hi[kWarps];
-  __shared__ unsigned s_ties[kWarps];
-  __shared__ unsigned s_takes[kWarps];
-  const int lane = threadIdx.x & 31;
-  const unsigned lanes_below = (1u << lane) - 1u;
+  __shared__ int64_t s_scan_a[kWarps];
+  __shared__ int64_t s_scan_b[kWarps];
+  __shared__ Key s_ck[32];
+  __shared__ int s_ci[32];
+  __shared__ int s_n;
+  __shared__ Plan<Key> s_plan;
+  const bool exact = max_iter < 0 && !(eps > Compute(0));
 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const scalar_t* x = in + r * cols;
@@ -208,34 +305,43 @@ __global__ void __launch_bounds__(kRowBlockThreads)
       __syncthreads();
     }
     const BlockRow<scalar_t> row{x, cols, cached ? s_cache : nullptr, s_count, s_lo, s_hi};
-    const Plan<Key> plan = make_plan<Compute>(row, k, max_iter, eps);
+    Plan<Key> plan;
+    if (!(exact && cached && block_fast_exact_plan(row, k, plan, &s_n, s_ck, s_ci, &s_plan))) {
+      plan = make_plan<Compute>(row, k, max_iter, eps);
+    }
 
+    // Emit: each thread owns one contiguous segment (odd length, so that neighbouring threads'
+    // shared-memory reads fall in different banks); one block scan of (taken, tie) counts gives
+    // every thread its output position and its share of the ties, in index order.
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
-    int64_t written = 0, ties = 0;
-    for (int64_t base = 0; base < cols && written < k; base += kRowBlockThreads) {
-      const int64_t e = base + threadIdx.x;
-      const bool valid = e < cols;
-      const Key key = valid ? row.key_at(e) : Key(0);
-      const bool above = valid && plan.takes(key);
-      const bool tie = valid && plan.fills(key);
-      const unsigned tie_mask = __ballot_sync(kFullMask, tie);
-      unsigned ties_before, ties_total;
-      block_prefix<kWarps>(s_ties, __popc(tie_mask), ties_before, ties_total);
-      const bool take =
-          above || (tie && ties + ties_before + __popc(tie_mask & lanes_below) < plan.quota);
-      const unsigned take_mask = __ballot_sync(kFullMask, take);
-      unsigned takes_before, takes_total;
-      block_prefix<kWarps>(s_takes, __popc(take_mask), takes_before, takes_total);
+    const int64_t seg = ((cols + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
+    const int64_t begin = min(int64_t(threadIdx.x) * seg, cols);
+    const int64_t end = min(begin + seg, cols);
+    int64_t taken = 0, tied = 0;
+    for (int64_t e = begin; e < end; ++e) {
+      const Key key = row.key_at(e);
+      taken += plan.takes(key);
+      tied += plan.fills(key);
+    }
+    int64_t taken_before, tied_before;
+    block_scan2<kWarps>(s_scan_a, s_scan_b, taken, tied, taken_before, tied_before);
+    int64_t my_ties = min(max(plan.quota - tied_before, int64_t(0)), tied);
+    int64_t pos = taken_before + min(tied_before, plan.quota);
+    for (int64_t e = begin; e < end; ++e) {
+      const Key key = row.key_at(e);
+      bool take = plan.takes(key);
+      if (!take && my_ties > 0 && plan.fills(key)) {
+        take = true;
+        --my_ties;
+      }
       if (take) {
-        const int64_t pos = written + takes_before + __popc(take_mask & lanes_below);
         ov[pos] = key_value(key, x + e);
         oi[pos] = e;
+        ++pos;
       }
-      ties += ties_total;
-      written += takes_total;
-      __syncthreads();  // the slots are rewritten by the next chunk
     }
+    __syncthreads();  // the shared row is rewritten by the next row
   }
 }
 
