@@ -149,6 +149,42 @@ struct Cut {
   bool ok;  // false: use the general path
 };
 
+// Min and max of the elements in the bracket [lo, hi) ([lo, max] while hi has not moved).
+template <int VPT>
+__device__ __forceinline__ void bracket_range(const ValueRow<VPT>& row, float lo, float hi,
+                                              bool hi_moved, float& cmin, float& cmax) {
+  const float kInf = __int_as_float(0x7f800000);
+  float mn = kInf, mx = -kInf;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float x = row.v[j];
+    const bool in = row.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
+    mn = in ? fminf(mn, x) : mn;
+    mx = in ? fmaxf(mx, x) : mx;
+  }
+  cmin = unordered(warp_min_int(ordered(mn)));
+  cmax = unordered(warp_max_int(ordered(mx)));
+}
+
+// Every element above t is taken and q >= 1 of those equal to t, the first ones by index.
+template <int VPT>
+__device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT>& row, float t, int q) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  int seen = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const unsigned m = __ballot_sync(kFullMask, row.valid(j) & (row.v[j] == t));
+    if (seen + __popc(m) >= q) {  // warp-uniform
+      const bool last = (m >> lane & 1u) && seen + __popc(m & lanes_below) == q - 1;
+      const int src = __ffs(__ballot_sync(kFullMask, last)) - 1;
+      return Cut{t, j * 32 + src, true};
+    }
+    seen += __popc(m);
+  }
+  return Cut{0.f, 0, false};  // not reached: the caller counted at least q such elements
+}
+
 template <int VPT>
 __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, float (&s_val)[33],
                                               int (&s_idx)[33]) {
@@ -160,7 +196,9 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, f
   if (!finite_min_max(row, lo, hi)) return Cut{0.f, 0, false};
   if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
 
-  // Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).
+  // Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).  A pass
+  // that finds one half of the bracket empty snaps the bracket to its elements' own range, so
+  // rows of few distinct values (ties) finish in a few passes instead of exhausting the bisection.
   int c_lo = cols, c_hi = 0;
   bool hi_moved = false;
   for (int pass = 0; pass < kFastPasses && c_lo - c_hi > 32; ++pass) {
@@ -168,6 +206,7 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, f
     if (!(lo < t && t < hi)) break;
     const int cnt = row.count_ge_finite(t);
     if (cnt == k) return Cut{t, INT_MAX, true};
+    const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
     if (cnt < k) {
       hi = t;
       c_hi = cnt;
@@ -176,8 +215,19 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, f
       lo = t;
       c_lo = cnt;
     }
+    if (empty_half) {
+      float cmin, cmax;
+      bracket_range(row, lo, hi, hi_moved, cmin, cmax);
+      if (cmin == cmax) return first_ties_cut(row, cmin, k - c_hi);
+      lo = cmin;  // nothing lies in [lo, cmin): the count at lo is unchanged
+    }
   }
-  if (c_lo - c_hi > 32) return Cut{0.f, 0, false};
+  if (c_lo - c_hi > 32) {
+    float cmin, cmax;
+    bracket_range(row, lo, hi, hi_moved, cmin, cmax);
+    if (cmin == cmax) return first_ties_cut(row, cmin, k - c_hi);
+    return Cut{0.f, 0, false};
+  }
 
   // Compact the candidates lo <= v < hi (v <= hi while hi is the row max) in index order.
   int n = 0;
