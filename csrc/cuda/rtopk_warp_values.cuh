@@ -340,8 +340,14 @@ __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const 
   }
 }
 
+// Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
+// otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
+constexpr int value_kernel_min_blocks(int vpt) {
+  return vpt <= 8 ? 5 : vpt <= 16 ? 4 : vpt <= 24 ? 3 : vpt <= 32 ? 2 : 1;
+}
+
 template <typename scalar_t, int VPT>
-__global__ void __launch_bounds__(kWarpBlockThreads)
+__global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                        int64_t max_iter, float eps) {
