@@ -343,7 +343,7 @@ __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const 
 // Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
 // otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
 constexpr int value_kernel_min_blocks(int vpt) {
-  return vpt <= 8 ? 5 : vpt <= 16 ? 4 : vpt <= 24 ? 3 : vpt <= 32 ? 2 : 1;
+  return vpt <= 8 ? 5 : vpt <= 16 ? 4 : vpt <= 24 ? 3 : 2;
 }
 
 template <typename scalar_t, int VPT>
