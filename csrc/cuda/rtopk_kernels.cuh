@@ -60,7 +60,6 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kWarpBlockThreads / 32;
   const int lane = threadIdx.x & 31;
-  const unsigned lanes_below = (1u << lane) - 1u;
   const int64_t stride = int64_t(gridDim.x) * kWarps;
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32; r < rows; r += stride) {
@@ -74,29 +73,9 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
 
     const Plan<Key> plan = make_plan<Compute>(row, k, max_iter, eps);
 
-    scalar_t* ov = out_values + r * k;
-    int64_t* oi = out_indices + r * k;
-    int written = 0;
-    int64_t ties = 0;
-#pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      if (written >= k) break;  // warp-uniform
-      const int e = j * 32 + lane;
-      const Key key = row.keys[j];
-      const bool valid = e < cols;
-      const bool above = valid && plan.takes(key);
-      const bool tie = valid && plan.fills(key);
-      const unsigned tie_mask = __ballot_sync(kFullMask, tie);
-      const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
-      const unsigned take_mask = __ballot_sync(kFullMask, take);
-      if (take) {
-        const int pos = written + __popc(take_mask & lanes_below);
-        ov[pos] = key_value(key, x + e);
-        oi[pos] = e;
-      }
-      ties += __popc(tie_mask);
-      written += __popc(take_mask);
-    }
+    emit_plan<VPT>(
+        plan, cols, k, out_values + r * k, out_indices + r * k, [&](int j) { return row.keys[j]; },
+        [&](int j, int e) { return key_value(row.keys[j], x + e); });
   }
 }
 

@@ -108,5 +108,35 @@ __device__ __forceinline__ unsigned warp_sum(unsigned v) {
   return warp_reduce(v, SumOp{});
 #endif
 }
+// Writes, in index order, the elements a Plan selects from a warp's register-resident row (slot j
+// of lane l is element j*32 + l).  key_of(j) gives slot j's key, value_of(j, e) its output value.
+template <int VPT, typename Key, typename scalar_t, typename KeyOf, typename ValueOf>
+__device__ __forceinline__ void emit_plan(const Plan<Key>& plan, int cols, int k, scalar_t* ov,
+                                          int64_t* oi, KeyOf key_of, ValueOf value_of) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  int written = 0;
+  int64_t ties = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    if (written >= k) break;  // warp-uniform
+    const int e = j * 32 + lane;
+    const Key key = key_of(j);
+    const bool valid = e < cols;
+    const bool above = valid && plan.takes(key);
+    const bool tie = valid && plan.fills(key);
+    const unsigned tie_mask = __ballot_sync(kFullMask, tie);
+    const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
+    const unsigned take_mask = __ballot_sync(kFullMask, take);
+    if (take) {
+      const int pos = written + __popc(take_mask & lanes_below);
+      ov[pos] = value_of(j, e);
+      oi[pos] = e;
+    }
+    ties += __popc(tie_mask);
+    written += __popc(take_mask);
+  }
+}
+
 }  // namespace cuda_detail
 }  // namespace rtopk

@@ -360,7 +360,6 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   __shared__ int s_oi[kWarps][kStageK + 1];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x / 32;
-  const unsigned lanes_below = (1u << lane) - 1u;
   const int64_t stride = int64_t(gridDim.x) * kWarps;
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
@@ -388,28 +387,12 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
     }
 
     const Plan<Key> plan = make_plan<float>(row, k, max_iter, eps);
-    int written = 0;
-    int64_t ties = 0;
-#pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      if (written >= k) break;  // warp-uniform
-      const int e = j * 32 + lane;
-      const Key key = to_key<float>(row.v[j]);
-      const bool valid = e < cols;
-      const bool above = valid && plan.takes(key);
-      const bool tie = valid && plan.fills(key);
-      const unsigned tie_mask = __ballot_sync(kFullMask, tie);
-      const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
-      const unsigned take_mask = __ballot_sync(kFullMask, take);
-      if (take) {
-        const int pos = written + __popc(take_mask & lanes_below);
-        // NaN payloads do not survive the trip through fp32 for 16-bit types: re-read those.
-        ov[pos] = row.v[j] == row.v[j] ? E::from_compute(row.v[j]) : x[e];
-        oi[pos] = e;
-      }
-      ties += __popc(tie_mask);
-      written += __popc(take_mask);
-    }
+    emit_plan<VPT>(
+        plan, cols, k, ov, oi, [&](int j) { return to_key<float>(row.v[j]); },
+        [&](int j, int e) {
+          // NaN payloads do not survive the trip through fp32 for 16-bit types: re-read those.
+          return row.v[j] == row.v[j] ? E::from_compute(row.v[j]) : x[e];
+        });
   }
 }
 
