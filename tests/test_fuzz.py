@@ -1,0 +1,128 @@
+"""Seeded randomized differential testing of rtopk.rtopk.
+
+Every case draws a rank, shape (row lengths from 1 to 300,000, primes and 2^n +- 1 included), dtype,
+k, mode and row distribution. Exact mode must equal the plain-torch reference; every mode must keep
+its invariants; on a GPU the CUDA result must equal the CPU result bit for bit. A failure prints a
+reproducer. RTOPK_FUZZ_CASES sets the number of cases (default 2,000 on the CPU, 20,000 with CUDA),
+RTOPK_FUZZ_SEED the seed.
+"""
+
+import os
+import random
+
+import pytest
+import torch
+
+import rtopk
+from conftest import HAS_CUDA, bits, check_invariants
+
+SEED = int(os.environ.get("RTOPK_FUZZ_SEED", "20261120"))
+CASES = int(os.environ.get("RTOPK_FUZZ_CASES", "20000" if HAS_CUDA else "2000"))
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+DISTS = ["randn", "uniform", "int0-3", "all_equal", "inf", "nan", "all_nan", "signed_zeros", "near_max",
+         "denormal", "few_ulps", "ascending", "descending", "heavy_tail"]
+SPECIAL_M = [1, 2, 3, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1023, 1025, 2047, 2048,
+             2049, 4095, 4097, 8191, 8192, 8193, 11264, 11265, 16385, 65537, 131071, 300000]
+PRIMES = [5, 7, 97, 101, 509, 1021, 2039, 4093, 7919, 10007]
+MAX_ELEMENTS = 400_000  # per case, so that the CPU reference stays cheap
+
+
+def draw_case(rng):
+    r = rng.random()
+    if r < 0.25:
+        M = rng.choice(SPECIAL_M)
+    elif r < 0.35:
+        M = rng.choice(PRIMES)
+    else:
+        M = int(round(2 ** rng.uniform(0, 12)))  # log-uniform 1..4096, the common sizes
+    rows = max(1, min(rng.choice([1, 2, 3, 7, 16, 64, 257, 1000]), MAX_ELEMENTS // M))
+    rank = rng.choice([1, 2, 3]) if rows > 1 else 1
+    if rank == 1:
+        shape = (M,)
+        rows = 1
+    elif rank == 2:
+        shape = (rows, M)
+    else:
+        shape = (2, (rows + 1) // 2, M)
+    dtype = rng.choice(DTYPES)
+    k = rng.choice([0, 1, M, rng.randint(0, M), rng.randint(0, min(M, 128))])
+    mode = rng.choice(["exact", "exact", "eps", "max_iter"])
+    max_iter, eps = None, 0.0
+    if mode == "eps":
+        eps = rng.choice([1e-30, 1e-7, 1e-4, 1e-2, 0.3])
+    elif mode == "max_iter":
+        max_iter = rng.randint(1, 30)
+    return dict(shape=shape, dtype=dtype, k=k, max_iter=max_iter, eps=eps, dist=rng.choice(DISTS))
+
+
+def make(dist, shape, dtype, gen):
+    n = 1
+    for s in shape:
+        n *= s
+    fi = torch.finfo(dtype)
+    u = torch.rand(n, generator=gen, dtype=torch.float64)
+    sign = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0).double()
+    g = torch.randn(n, generator=gen, dtype=torch.float64)
+    if dist == "randn":
+        x = g
+    elif dist == "uniform":
+        x = u
+    elif dist == "int0-3":
+        x = torch.randint(0, 4, (n,), generator=gen).double()
+    elif dist == "all_equal":
+        x = torch.full((n,), -1.75, dtype=torch.float64)
+    elif dist == "inf":
+        x = torch.where(u < 0.05, float("inf") * sign, g)
+    elif dist == "nan":
+        x = torch.where(u < 0.05, float("nan") * sign, g)
+    elif dist == "all_nan":
+        x = float("nan") * sign
+    elif dist == "signed_zeros":
+        x = torch.where(u < 0.6, 0.0 * sign, g.round())
+    elif dist == "near_max":
+        x = fi.max * (0.9 + 0.1 * u) * sign
+    elif dist == "denormal":
+        x = fi.smallest_normal * u * sign
+    elif dist == "few_ulps":
+        x = 1.0 + fi.eps * torch.randint(0, 5, (n,), generator=gen).double()
+    elif dist in ("ascending", "descending"):
+        x = torch.arange(n, dtype=torch.float64) % shape[-1] + u * 0.25
+        x = x if dist == "ascending" else -x
+    elif dist == "heavy_tail":
+        x = g**5
+    else:
+        raise ValueError(dist)
+    return x.to(dtype).reshape(shape)
+
+
+def run_case(case, gen):
+    x = make(case["dist"], case["shape"], case["dtype"], gen)
+    k, max_iter, eps = case["k"], case["max_iter"], case["eps"]
+    values, indices = rtopk.rtopk(x, k, max_iter=max_iter, eps=eps)
+    check_invariants(x, k, values, indices)
+    if max_iter is None and eps == 0.0:
+        ref_v, ref_i = rtopk.rtopk_ref(x, k)
+        assert torch.equal(indices, ref_i), "indices differ from the exact reference"
+        assert torch.equal(bits(values), bits(ref_v)), "values differ from the exact reference"
+    if HAS_CUDA:
+        gv, gi = rtopk.rtopk(x.cuda(), k, max_iter=max_iter, eps=eps)
+        assert torch.equal(gi.cpu(), indices), "CUDA indices differ from CPU"
+        assert torch.equal(bits(gv.cpu()), bits(values)), "CUDA values differ from CPU"
+
+
+BATCHES = 20
+
+
+@pytest.mark.parametrize("batch", range(BATCHES))
+def test_fuzz(batch):
+    rng = random.Random(SEED * 1000 + batch)
+    gen = torch.Generator().manual_seed(SEED + batch)
+    for i in range(CASES // BATCHES):
+        case = draw_case(rng)
+        try:
+            run_case(case, gen)
+        except AssertionError as err:
+            raise AssertionError(
+                f"fuzz failure (seed={SEED}, batch={batch}, case={i}): shape={case['shape']} dtype={case['dtype']} "
+                f"k={case['k']} max_iter={case['max_iter']} eps={case['eps']} dist={case['dist']}: {err}"
+            ) from None
