@@ -301,6 +301,25 @@ def test_torch_compile_fullgraph(device):
     assert torch.equal(cv, ev) and torch.equal(ci, ei)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_compile_dynamic_shapes_and_grad(device):
+    def f(t, k: int):
+        v, i = rtopk.rtopk(t, k)
+        return v * 2, i
+
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for shape in [(16, 70), (9, 33), (4, 5, 40)]:
+        x = torch.randn(*shape, device=device)
+        cv, ci = compiled(x, 4)
+        ev, ei = f(x, 4)
+        assert torch.equal(cv, ev) and torch.equal(ci, ei), shape
+    x = torch.randn(10, 50, device=device, requires_grad=True)
+    loss = torch.compile(lambda t: rtopk.rtopk(t, 7, max_iter=3)[0].sum(), fullgraph=True, dynamic=True,
+                         backend="aot_eager")
+    loss(x).backward()
+    assert float(x.grad.sum()) == 70.0  # ones scattered at 7 positions of 10 rows
+
+
 def test_docs_example_semantics():
     x = torch.tensor([[3.0, 1.0, 3.0, float("nan"), -0.0, 2.0]])
     v, i = rtopk.rtopk(x, 3)
