@@ -1,11 +1,13 @@
 // CUDA kernels for rtopk, templated on the element type; instantiated per dtype in rtopk_*.cu.
 //
-// Rows of up to kWarpMaxCols elements: the paper's design, one warp per row.  The warp loads the
-// row once into registers as order-preserving keys (element j*32+lane in lane `lane`, slot j, so
-// every load is coalesced), runs the shared search (rtopk_algo.h) with one warp reduction per
-// count, then emits the selection in index order with ballot + popc.
-// Longer rows: one block per row, counting straight from global memory (L1/L2 absorb the
-// re-reads); the emit pass walks the row in block-sized chunks with a block-wide prefix.
+// Rows of up to kWarpMaxCols elements: the paper's design, one warp per row, the row loaded once
+// into registers (element j*32+lane in lane `lane`, slot j, so every load is coalesced), searched
+// with one warp reduction per count, and emitted in index order with ballot + popc.  16/32-bit
+// inputs use the value-backed kernel of rtopk_warp_values.cuh; float64 uses the key-backed kernel
+// below, which runs the shared search (rtopk_algo.h) as it stands.
+// Longer rows: one block per row.  Rows of up to kBlockCacheBytes of keys are converted once into
+// shared memory (longer ones are re-read from global memory on each pass); the emit gives every
+// thread a contiguous segment and places it with one block scan.
 #pragma once
 
 #include <cuda_bf16.h>
