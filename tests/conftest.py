@@ -49,6 +49,13 @@ def make_rows(kind, shape, dtype, device, gen):
         x = fi.max * (0.5 + 0.5 * u) * sign
     elif kind == "denormal":
         x = fi.smallest_normal * u * sign
+    elif kind == "few_ulps":
+        x = 1.0 + fi.eps * torch.randint(0, 5, (n,), generator=gen).double()
+    elif kind in ("ascending", "descending"):
+        x = torch.arange(n, dtype=torch.float64) % shape[-1] + u * 0.25
+        x = x if kind == "ascending" else -x
+    elif kind == "heavy_tail":
+        x = torch.randn(n, generator=gen, dtype=torch.float64) ** 5
     else:
         raise ValueError(kind)
     return x.to(dtype).reshape(shape).to(device)

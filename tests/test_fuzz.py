@@ -14,12 +14,12 @@ import pytest
 import torch
 
 import rtopk
-from conftest import HAS_CUDA, bits, check_invariants
+from conftest import HAS_CUDA, bits, check_invariants, make_rows
 
 SEED = int(os.environ.get("RTOPK_FUZZ_SEED", "20261120"))
 CASES = int(os.environ.get("RTOPK_FUZZ_CASES", "20000" if HAS_CUDA else "2000"))
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
-DISTS = ["randn", "uniform", "int0-3", "all_equal", "inf", "nan", "all_nan", "signed_zeros", "near_max",
+DISTS = ["randn", "uniform", "ties", "equal", "inf", "nan", "all_nan", "neg_inf_heavy", "signed_zeros", "near_max",
          "denormal", "few_ulps", "ascending", "descending", "heavy_tail"]
 SPECIAL_M = [1, 2, 3, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1023, 1025, 2047, 2048,
              2049, 4095, 4097, 8191, 8192, 8193, 11264, 11265, 16385, 65537, 131071, 300000]
@@ -55,48 +55,8 @@ def draw_case(rng):
     return dict(shape=shape, dtype=dtype, k=k, max_iter=max_iter, eps=eps, dist=rng.choice(DISTS))
 
 
-def make(dist, shape, dtype, gen):
-    n = 1
-    for s in shape:
-        n *= s
-    fi = torch.finfo(dtype)
-    u = torch.rand(n, generator=gen, dtype=torch.float64)
-    sign = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0).double()
-    g = torch.randn(n, generator=gen, dtype=torch.float64)
-    if dist == "randn":
-        x = g
-    elif dist == "uniform":
-        x = u
-    elif dist == "int0-3":
-        x = torch.randint(0, 4, (n,), generator=gen).double()
-    elif dist == "all_equal":
-        x = torch.full((n,), -1.75, dtype=torch.float64)
-    elif dist == "inf":
-        x = torch.where(u < 0.05, float("inf") * sign, g)
-    elif dist == "nan":
-        x = torch.where(u < 0.05, float("nan") * sign, g)
-    elif dist == "all_nan":
-        x = float("nan") * sign
-    elif dist == "signed_zeros":
-        x = torch.where(u < 0.6, 0.0 * sign, g.round())
-    elif dist == "near_max":
-        x = fi.max * (0.9 + 0.1 * u) * sign
-    elif dist == "denormal":
-        x = fi.smallest_normal * u * sign
-    elif dist == "few_ulps":
-        x = 1.0 + fi.eps * torch.randint(0, 5, (n,), generator=gen).double()
-    elif dist in ("ascending", "descending"):
-        x = torch.arange(n, dtype=torch.float64) % shape[-1] + u * 0.25
-        x = x if dist == "ascending" else -x
-    elif dist == "heavy_tail":
-        x = g**5
-    else:
-        raise ValueError(dist)
-    return x.to(dtype).reshape(shape)
-
-
 def run_case(case, gen):
-    x = make(case["dist"], case["shape"], case["dtype"], gen)
+    x = make_rows(case["dist"], case["shape"], case["dtype"], "cpu", gen)
     k, max_iter, eps = case["k"], case["max_iter"], case["eps"]
     values, indices = rtopk.rtopk(x, k, max_iter=max_iter, eps=eps)
     check_invariants(x, k, values, indices)
