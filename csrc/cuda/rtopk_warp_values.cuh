@@ -90,21 +90,6 @@ __device__ __forceinline__ int ordered(float f) {
 __device__ __forceinline__ float unordered(int o) {
   return __int_as_float(o ^ ((o >> 31) & 0x7fffffff));
 }
-__device__ __forceinline__ int warp_min_int(int v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_min_sync(kFullMask, v);
-#else
-  return warp_reduce(v, MinOp{});
-#endif
-}
-__device__ __forceinline__ int warp_max_int(int v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return __reduce_max_sync(kFullMask, v);
-#else
-  return warp_reduce(v, MaxOp{});
-#endif
-}
-
 // min/max that return NaN when either operand is NaN, so one pass also detects NaN.
 __device__ __forceinline__ float min_nan(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -136,8 +121,8 @@ __device__ __forceinline__ bool finite_min_max(const ValueRow<VPT>& row, float& 
   }
   const bool fin = fabsf(mn) <= 3.402823466e38f && fabsf(mx) <= 3.402823466e38f;
   if (!__all_sync(kFullMask, fin)) return false;
-  lo = unordered(warp_min_int(ordered(mn)));
-  hi = unordered(warp_max_int(ordered(mx)));
+  lo = unordered(warp_min(ordered(mn)));
+  hi = unordered(warp_max(ordered(mx)));
   return true;
 }
 
@@ -162,8 +147,8 @@ __device__ __forceinline__ void bracket_range(const ValueRow<VPT>& row, float lo
     mn = in ? fminf(mn, x) : mn;
     mx = in ? fmaxf(mx, x) : mx;
   }
-  cmin = unordered(warp_min_int(ordered(mn)));
-  cmax = unordered(warp_max_int(ordered(mx)));
+  cmin = unordered(warp_min(ordered(mn)));
+  cmax = unordered(warp_max(ordered(mx)));
 }
 
 // Every element above t is taken and q >= 1 of those equal to t, the first ones by index.
@@ -250,8 +235,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, f
 
   // The r-th largest candidate, r = k - (elements above the bracket).
   const int r = k - c_hi;
-  float lo2 = unordered(warp_min_int(has ? ordered(cv) : INT_MAX));
-  float hi2 = unordered(warp_max_int(has ? ordered(cv) : INT_MIN));
+  float lo2 = unordered(warp_min(has ? ordered(cv) : INT_MAX));
+  float hi2 = unordered(warp_max(has ? ordered(cv) : INT_MIN));
   int c_hi2 = __popc(__ballot_sync(kFullMask, has && !(cv < hi2)));
   if (c_hi2 >= r) {
     lo2 = hi2;  // the top r candidates all equal the largest
