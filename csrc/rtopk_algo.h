@@ -4,6 +4,7 @@
 // compute type (fp32 for 16/32-bit inputs, fp64 for fp64).  All NaNs share the largest key
 // (NaN ranks above +inf, as in torch.topk) and -0.0/+0.0 share one key, so "ties" are exact
 // equality of keys.  Key 0 is never the key of a real value: backends use it for padding.
+// The k smallest are the k largest directed keys (directed_key): keys of -v, NaN lowest.
 //
 // A backend supplies a Row (how to count and reduce over one row); make_plan() runs the search
 // and returns a Plan that says which elements to emit; the backend then walks the row in index
@@ -117,6 +118,17 @@ RTOPK_HD Compute from_key(typename KeyTraits<Compute>::Key k) {
   return T::from_bits((k & T::kZero) ? Key(k & ~T::kZero) : Key(~k));
 }
 
+// Key of v in the selection's direction.  largest: to_key(v).  Smallest: the key of -v, with NaN
+// ranked below every number (key 1, unused by to_key), as torch.topk(largest=False) ranks it
+// last.  Every mode then selects the k largest directed keys, and the value-space searches
+// (Algorithms 1 and 2) run on -v.
+template <typename Compute>
+RTOPK_HD typename KeyTraits<Compute>::Key directed_key(Compute v, bool largest) {
+  using Key = typename KeyTraits<Compute>::Key;
+  if (v != v) return largest ? KeyTraits<Compute>::kMax : Key(1);
+  return to_key<Compute>(largest ? v : -v);
+}
+
 // The compute type whose keys are of type Key.
 template <typename Key>
 using ComputeOf = typename std::conditional<sizeof(Key) == 4, float, double>::type;
@@ -125,7 +137,7 @@ using ComputeOf = typename std::conditional<sizeof(Key) == 4, float, double>::ty
 template <typename Key>
 RTOPK_HD bool key_loses_bits(Key k) {
   using T = KeyTraits<ComputeOf<Key>>;
-  return k == T::kMax || k == T::kZero;
+  return k == T::kMax || k == T::kZero || k == 1;  // NaN (either direction), +-0.0
 }
 
 // Finite values have keys strictly between those of -inf and +inf (padding key 0 is below both).

@@ -2,9 +2,11 @@
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "rtopk_algo.h"
@@ -41,7 +43,7 @@ struct CpuRow {
 };
 
 template <typename scalar_t>
-void cpu_rows(const RowProblem& p) {
+void cpu_rows(RowProblem& p) {
   using Compute =
       typename std::conditional<std::is_same<scalar_t, double>::value, double, float>::type;
   using Key = typename KeyTraits<Compute>::Key;
@@ -50,40 +52,66 @@ void cpu_rows(const RowProblem& p) {
   int64_t* out_i = p.indices.data_ptr<int64_t>();
   const int64_t M = p.cols, k = p.k;
   const Compute eps = static_cast<Compute>(p.eps);
+  const bool largest = p.largest, sorted = p.sorted;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(M, 1));
 
   at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<Key> keys(M);
+    std::vector<std::pair<Key, int64_t>> picked;
     const CpuRow<Key> row{keys.data(), M};
     for (int64_t r = begin; r < end; ++r) {
       const scalar_t* x = in + r * M;
-      for (int64_t j = 0; j < M; ++j) keys[j] = to_key<Compute>(static_cast<Compute>(x[j]));
+      for (int64_t j = 0; j < M; ++j) {
+        keys[j] = directed_key<Compute>(static_cast<Compute>(x[j]), largest);
+      }
       const Plan<Key> plan = make_plan<Compute>(row, k, p.max_iter, eps);
-      int64_t written = 0, ties = 0;
-      for (int64_t j = 0; j < M && written < k; ++j) {
+      picked.clear();
+      int64_t ties = 0;
+      for (int64_t j = 0; j < M && int64_t(picked.size()) < k; ++j) {
         const Key key = keys[j];
-        const bool take = plan.takes(key) || (plan.fills(key) && ties++ < plan.quota);
-        if (take) {
-          out_v[r * k + written] = x[j];
-          out_i[r * k + written] = j;
-          ++written;
-        }
+        if (plan.takes(key) || (plan.fills(key) && ties++ < plan.quota))
+          picked.emplace_back(key, j);
+      }
+      // Rank order: key descending, equal keys in index order (the order they were picked in).
+      if (sorted) {
+        std::stable_sort(picked.begin(), picked.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+      }
+      for (int64_t i = 0; i < k; ++i) {
+        out_v[r * k + i] = x[picked[i].second];
+        out_i[r * k + i] = picked[i].second;
       }
     }
   });
+  p.sorted_done = sorted;
 }
 
-}  // namespace
+void solve_cpu(RowProblem& p) {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, p.input.scalar_type(), "rtopk_cpu",
+                                  [&] { cpu_rows<scalar_t>(p); });
+}
+
+void check_cpu(const at::Tensor& t) {
+  TORCH_CHECK(t.device().is_cpu(), "rtopk: expected a CPU tensor, got ", t.device());
+}
 
 std::tuple<at::Tensor, at::Tensor> rtopk_cpu(const at::Tensor& values, int64_t k, int64_t max_iter,
                                              double eps) {
-  TORCH_CHECK(values.device().is_cpu(), "rtopk: expected a CPU tensor, got ", values.device());
-  RowProblem p = prepare_problem(values, k, max_iter, eps);
-  if (p.rows > 0 && p.k > 0) {
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, p.input.scalar_type(), "rtopk_cpu",
-                                    [&] { cpu_rows<scalar_t>(p); });
-  }
-  return {p.values, p.indices};
+  check_cpu(values);
+  return run_rtopk(values, k, max_iter, eps, &solve_cpu);
 }
 
+std::tuple<at::Tensor, at::Tensor> topk_cpu(const at::Tensor& self, int64_t k, int64_t dim,
+                                            bool largest, bool sorted, int64_t max_iter,
+                                            double eps) {
+  check_cpu(self);
+  return run_topk(self, k, dim, largest, sorted, max_iter, eps, &solve_cpu);
+}
+
+}  // namespace
 }  // namespace rtopk
+
+TORCH_LIBRARY_IMPL(rtopk, CPU, m) {
+  m.impl("rtopk", &rtopk::rtopk_cpu);
+  m.impl("topk", &rtopk::topk_cpu);
+}

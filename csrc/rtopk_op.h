@@ -1,4 +1,5 @@
-// Torch-side glue shared by every backend: argument checks and output allocation.
+// Torch-side glue shared by every backend: argument checks, output allocation, and the two ops
+// (rtopk and topk) expressed over a backend's row solver.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -17,13 +18,21 @@ struct RowProblem {
   int64_t k;
   int64_t max_iter;
   double eps;
+  bool largest;      // false: the k smallest (NaN ranked last)
+  bool sorted;       // wanted: outputs in rank order instead of index order
+  bool sorted_done;  // set by a solver that sorted its outputs itself
 };
 
-// Checks every argument (raising RuntimeError naming the argument and its allowed range before
-// anything is written) and allocates the outputs on the input's device.
-RowProblem prepare_problem(const at::Tensor& values, int64_t k, int64_t max_iter, double eps);
+// A backend: fills p.values / p.indices for p.rows >= 1 and p.k >= 1, on p.input's device.
+using RowSolver = void (*)(RowProblem& p);
 
-std::tuple<at::Tensor, at::Tensor> rtopk_cpu(const at::Tensor& values, int64_t k, int64_t max_iter,
-                                             double eps);
+// torch.ops.rtopk.rtopk: top-k along the last dimension, outputs in ascending index order.
+std::tuple<at::Tensor, at::Tensor> run_rtopk(const at::Tensor& values, int64_t k, int64_t max_iter,
+                                             double eps, RowSolver solve);
+
+// torch.ops.rtopk.topk: torch.topk's contract (any dim, largest, sorted) plus the search modes.
+std::tuple<at::Tensor, at::Tensor> run_topk(const at::Tensor& self, int64_t k, int64_t dim,
+                                            bool largest, bool sorted, int64_t max_iter, double eps,
+                                            RowSolver solve);
 
 }  // namespace rtopk

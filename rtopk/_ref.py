@@ -49,3 +49,27 @@ def rtopk_early_stop_ref(x: Tensor, k: int, max_iter: int) -> Tuple[Tensor, Tens
     keep = (v >= lo) & ((v >= lo).cumsum(-1) <= k)
     indices = keep.nonzero()[:, -1].reshape(*x.shape[:-1], k)
     return x.gather(-1, indices), indices
+
+
+def topk_ref(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> Tuple[Tensor, Tensor]:
+    """Plain-torch reference of ``rtopk.topk`` in exact mode (slow, obviously correct).
+
+    Rank: NaN above every number (so first when ``largest``, last otherwise), -0.0 equal to +0.0,
+    equal values lowest index first. ``sorted`` gives rank order, otherwise ascending index order.
+    """
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    xm = x.movedim(dim, -1)
+    v = xm.double()
+    v = torch.where(v == 0, torch.zeros_like(v), v)
+    is_nan = torch.isnan(v)
+    v = torch.where(is_nan, torch.zeros_like(v), v if largest else -v)
+    # Stable sorts keep index order among equals: by directed value, then NaN to its end.
+    order = torch.sort(v, dim=-1, descending=True, stable=True).indices
+    nan_rank = torch.sort(is_nan.gather(-1, order).to(torch.int8), dim=-1, descending=largest, stable=True)
+    order = order.gather(-1, nan_rank.indices)[..., :k]
+    if not sorted:
+        order = torch.sort(order, dim=-1).values
+    view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
+    values = xm.contiguous().view(view).gather(-1, order).view(x.dtype)
+    return values.movedim(-1, dim).contiguous(), order.movedim(-1, dim).contiguous()

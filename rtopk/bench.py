@@ -5,6 +5,8 @@ triton is importable, else CUDA events around each run after a cache-clearing wr
 random inputs. The exact result is checked against torch.topk before it is timed; a wrong answer
 is reported as WRONG, never timed. The memory floor of a problem is
 (N*M*elem + N*k*(elem + 8)) bytes over the device-to-device copy bandwidth measured in the same run.
+``exact_sorted`` times ``rtopk.topk(x, k, sorted=True)`` (rank-ordered output) and ``sorted_cost`` is
+its extra time over the unsorted exact call.
 """
 
 import argparse
@@ -123,14 +125,24 @@ def exact_matches_torch(x, k):
     return torch.equal(ours, theirs)
 
 
-COLUMNS = ["N", "M", "k", "dist", "torch_sorted", "torch_unsorted", "exact"] + [f"it{i}" for i in EARLY_STOP]
-COLUMNS += ["speedup_exact", "speedup_it4", "floor_ms", "floor_frac_exact", "floor_frac_it4", "GBps_exact"]
+def sorted_matches_torch(x, k):
+    ours = rtopk.topk(x, k, sorted=True).values
+    theirs = torch.topk(x, k, dim=-1, sorted=True).values
+    return torch.equal(ours.double().nan_to_num(), theirs.double().nan_to_num())
+
+
+COLUMNS = ["N", "M", "k", "dist", "torch_sorted", "torch_unsorted", "exact", "exact_sorted"] + [f"it{i}" for i in EARLY_STOP]
+COLUMNS += ["speedup_exact", "speedup_it4", "sorted_cost", "floor_ms", "floor_frac_exact", "floor_frac_it4", "GBps_exact"]
 
 
 def _cell(row, c):
     v = row.get(c)
     if c == "exact" and row.get("wrong"):
         return "WRONG"
+    if c == "exact_sorted" and row.get("wrong_sorted"):
+        return "WRONG"
+    if c == "sorted_cost" and isinstance(v, float):
+        return f"{100 * v:+.1f}%"
     if isinstance(v, float):
         return f"{v:.4f}" if c.endswith("ms") or c.startswith(("torch", "exact", "it")) else f"{v:.2f}"
     return str(v)
@@ -165,6 +177,13 @@ def run(grid, dtype, device, out=None):
         else:
             row["exact"] = float("nan")
             row["wrong"] = True
+        # rtopk.topk(sorted=True): the same exact selection, then each row's k outputs in rank order.
+        if sorted_matches_torch(x, k):
+            row["exact_sorted"] = timer(lambda: rtopk.topk(x, k, sorted=True))
+        else:
+            row["exact_sorted"] = float("nan")
+            row["wrong_sorted"] = True
+        row["sorted_cost"] = row["exact_sorted"] / row["exact"] - 1.0
         for it in EARLY_STOP:
             row[f"it{it}"] = timer(lambda: rtopk.rtopk(x, k, max_iter=it))
         floor_bytes = N * M * elem + N * k * (elem + 8)
@@ -187,6 +206,15 @@ def run(grid, dtype, device, out=None):
         ),
         file=out,
     )
+    costs = [r["sorted_cost"] for r in randn if r["k"] <= 128 and r["sorted_cost"] == r["sorted_cost"]]
+    if costs:
+        summary["sorted_cost_geomean"] = geomean([1 + c for c in costs]) - 1
+        summary["sorted_cost_max"] = max(costs)
+        print(
+            f"# sorted output (rtopk.topk sorted=True vs unsorted exact), randn rows with k <= 128: "
+            f"geometric mean {100 * summary['sorted_cost_geomean']:+.1f}%, worst {100 * summary['sorted_cost_max']:+.1f}%",
+            file=out,
+        )
     base = {(r["N"], r["M"], r["k"]): r["exact"] for r in randn}
     slow = [(r, r["exact"] / base[(r["N"], r["M"], r["k"])]) for r in rows if r["dist"] != "randn" and (r["N"], r["M"], r["k"]) in base]
     for r, ratio in slow:

@@ -13,7 +13,8 @@ def test_bench_run_small_grid(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| N | M | k | dist |" in out and "geometric means" in out
     assert len(result["rows"]) == len(grid)
-    assert not any(r.get("wrong") for r in result["rows"])
+    assert not any(r.get("wrong") or r.get("wrong_sorted") for r in result["rows"])
+    assert "sorted output" in out and "sorted_cost_geomean" in result["summary"]
     assert "worst_adversarial_ratio" in result["summary"]
 
 

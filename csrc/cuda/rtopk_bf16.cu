@@ -2,6 +2,6 @@
 #include "rtopk_kernels.cuh"
 
 namespace rtopk {
-template void launch_rtopk<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t*, int64_t,
-                                          int64_t, int64_t, int64_t, double, int, cudaStream_t);
+template bool launch_rtopk<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t*,
+                                          const RowLaunch&, cudaStream_t);
 }  // namespace rtopk

@@ -12,21 +12,16 @@ namespace rtopk {
 namespace {
 
 template <typename scalar_t, typename native_t>
-void run(const RowProblem& p, int num_sms, cudaStream_t stream) {
-  launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
-                         reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
-                         p.indices.data_ptr<int64_t>(), p.rows, p.cols, p.k, p.max_iter, p.eps,
-                         num_sms, stream);
+void run(RowProblem& p, int num_sms, cudaStream_t stream) {
+  const RowLaunch args{p.rows, p.cols, p.k, p.max_iter, p.eps, p.largest, p.sorted, num_sms};
+  p.sorted_done =
+      launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
+                             reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
+                             p.indices.data_ptr<int64_t>(), args, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-std::tuple<at::Tensor, at::Tensor> rtopk_cuda(const at::Tensor& values, int64_t k, int64_t max_iter,
-                                              double eps) {
-  TORCH_CHECK(values.is_cuda(), "rtopk: expected a CUDA tensor, got ", values.device());
-  const c10::cuda::CUDAGuard guard(values.device());
-  RowProblem p = prepare_problem(values, k, max_iter, eps);
-  if (p.rows == 0 || p.k == 0) return {p.values, p.indices};
-
+void solve_cuda(RowProblem& p) {
   const int num_sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
   switch (p.input.scalar_type()) {
@@ -45,10 +40,27 @@ std::tuple<at::Tensor, at::Tensor> rtopk_cuda(const at::Tensor& values, int64_t 
     default:
       TORCH_CHECK(false, "rtopk: unsupported dtype ", p.input.scalar_type());
   }
-  return {p.values, p.indices};
+}
+
+std::tuple<at::Tensor, at::Tensor> rtopk_cuda(const at::Tensor& values, int64_t k, int64_t max_iter,
+                                              double eps) {
+  TORCH_CHECK(values.is_cuda(), "rtopk: expected a CUDA tensor, got ", values.device());
+  const c10::cuda::CUDAGuard guard(values.device());
+  return run_rtopk(values, k, max_iter, eps, &solve_cuda);
+}
+
+std::tuple<at::Tensor, at::Tensor> topk_cuda(const at::Tensor& self, int64_t k, int64_t dim,
+                                             bool largest, bool sorted, int64_t max_iter,
+                                             double eps) {
+  TORCH_CHECK(self.is_cuda(), "rtopk.topk: expected a CUDA tensor, got ", self.device());
+  const c10::cuda::CUDAGuard guard(self.device());
+  return run_topk(self, k, dim, largest, sorted, max_iter, eps, &solve_cuda);
 }
 
 }  // namespace
 }  // namespace rtopk
 
-TORCH_LIBRARY_IMPL(rtopk, CUDA, m) { m.impl("rtopk", &rtopk::rtopk_cuda); }
+TORCH_LIBRARY_IMPL(rtopk, CUDA, m) {
+  m.impl("rtopk", &rtopk::rtopk_cuda);
+  m.impl("topk", &rtopk::topk_cuda);
+}

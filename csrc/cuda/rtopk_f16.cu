@@ -2,6 +2,6 @@
 #include "rtopk_kernels.cuh"
 
 namespace rtopk {
-template void launch_rtopk<__half>(const __half*, __half*, int64_t*, int64_t, int64_t, int64_t,
-                                   int64_t, double, int, cudaStream_t);
+template bool launch_rtopk<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
+                                   cudaStream_t);
 }  // namespace rtopk

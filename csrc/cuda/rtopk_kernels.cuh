@@ -57,7 +57,7 @@ template <typename scalar_t, int VPT>
 __global__ void __launch_bounds__(kWarpBlockThreads)
     warp_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
-                     int64_t max_iter, typename Elem<scalar_t>::Compute eps) {
+                     int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest) {
   using Compute = typename Elem<scalar_t>::Compute;
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kWarpBlockThreads / 32;
@@ -70,14 +70,14 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int e = j * 32 + lane;
-      row.keys[j] = e < cols ? load_key(x + e) : Key(0);
+      row.keys[j] = e < cols ? load_key(x + e, largest) : Key(0);
     }
 
     const Plan<Key> plan = make_plan<Compute>(row, k, max_iter, eps);
 
     emit_plan<VPT>(
         plan, cols, k, out_values + r * k, out_indices + r * k, [&](int j) { return row.keys[j]; },
-        [&](int j, int e) { return key_value(row.keys[j], x + e); });
+        [&](int j, int e) { return key_value(row.keys[j], x + e, largest); });
   }
 }
 
@@ -94,13 +94,14 @@ struct BlockRow {
   static constexpr int kCacheKeys = kBlockCacheBytes / sizeof(Key);
   const scalar_t* x;
   int64_t n;
+  bool largest;
   const Key* cache;  // the row's keys in shared memory, or nullptr
   int64_t* s_count;  // kWarps slots
   Key* s_lo;         // kWarps slots
   Key* s_hi;         // kWarps slots
 
   __device__ __forceinline__ Key key_at(int64_t e) const {
-    return cache != nullptr ? cache[e] : load_key(x + e);
+    return cache != nullptr ? cache[e] : load_key(x + e, largest);
   }
 
   __device__ int64_t count_ge(Key t) const {
@@ -108,7 +109,8 @@ struct BlockRow {
     if (cache != nullptr) {
       for (int e = threadIdx.x; e < n; e += kRowBlockThreads) c += cache[e] >= t;
     } else {
-      for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads) c += load_key(x + e) >= t;
+      for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads)
+        c += load_key(x + e, largest) >= t;
     }
     c = warp_sum(c);
     if ((threadIdx.x & 31) == 0) s_count[threadIdx.x / 32] = c;
@@ -262,7 +264,7 @@ template <typename scalar_t>
 __global__ void __launch_bounds__(kRowBlockThreads)
     block_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                       int64_t* __restrict__ out_indices, int64_t rows, int64_t cols, int64_t k,
-                      int64_t max_iter, typename Elem<scalar_t>::Compute eps) {
+                      int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest) {
   using Compute = typename Elem<scalar_t>::Compute;
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kRowBlockThreads / 32;
@@ -282,10 +284,11 @@ __global__ void __launch_bounds__(kRowBlockThreads)
     const scalar_t* x = in + r * cols;
     const bool cached = cols <= BlockRow<scalar_t>::kCacheKeys;
     if (cached) {
-      for (int e = threadIdx.x; e < cols; e += kRowBlockThreads) s_cache[e] = load_key(x + e);
+      for (int e = threadIdx.x; e < cols; e += kRowBlockThreads)
+        s_cache[e] = load_key(x + e, largest);
       __syncthreads();
     }
-    const BlockRow<scalar_t> row{x, cols, cached ? s_cache : nullptr, s_count, s_lo, s_hi};
+    const BlockRow<scalar_t> row{x, cols, largest, cached ? s_cache : nullptr, s_count, s_lo, s_hi};
     Plan<Key> plan;
     if (!(exact && cached && block_fast_exact_plan(row, k, plan, &s_n, s_ck, s_ci, &s_plan))) {
       plan = make_plan<Compute>(row, k, max_iter, eps);
@@ -317,7 +320,7 @@ __global__ void __launch_bounds__(kRowBlockThreads)
         --my_ties;
       }
       if (take) {
-        ov[pos] = key_value(key, x + e);
+        ov[pos] = key_value(key, x + e, largest);
         oi[pos] = e;
         ++pos;
       }
@@ -327,39 +330,39 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
+// Returns whether the outputs come out in rank order.
 template <typename scalar_t, int VPT>
-void launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, int64_t rows, int64_t cols,
-                      int64_t k, int64_t max_iter, double eps, int num_sms, cudaStream_t stream) {
+bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                      cudaStream_t stream) {
   using Compute = typename Elem<scalar_t>::Compute;
   constexpr int kWarps = kWarpBlockThreads / 32;
-  const int64_t wanted = (rows + kWarps - 1) / kWarps;
-  const int64_t cap = int64_t(std::max(num_sms, 1)) * 32;
+  const int64_t wanted = (a.rows + kWarps - 1) / kWarps;
+  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 32;
   const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
   if constexpr (sizeof(Compute) == 4) {
     warp_values_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
-        in, ov, oi, rows, static_cast<int>(cols), static_cast<int>(k), max_iter,
-        static_cast<float>(eps));
+        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
+        static_cast<float>(a.eps), a.largest, a.sorted);
+    return a.sorted && a.k <= kStageK;
   } else {
     warp_rows_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
-        in, ov, oi, rows, static_cast<int>(cols), static_cast<int>(k), max_iter,
-        static_cast<Compute>(eps));
+        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
+        static_cast<Compute>(a.eps), a.largest);
+    return false;
   }
 }
 
 }  // namespace cuda_detail
 
 template <typename scalar_t>
-void launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, int64_t rows, int64_t cols,
-                  int64_t k, int64_t max_iter, double eps, int num_sms, cudaStream_t stream) {
+bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                  cudaStream_t stream) {
   using namespace cuda_detail;
   using Compute = typename Elem<scalar_t>::Compute;
   // Registers per lane for the keys: up to 64 32-bit keys or 32 64-bit keys.
   constexpr int64_t kWarpMaxCols = sizeof(KeyFor<scalar_t>) == 4 ? 2048 : 1024;
-#define RTOPK_WARP_CASE(VPT)                                                                    \
-  if (cols <= 32 * (VPT)) {                                                                     \
-    launch_warp_rows<scalar_t, VPT>(in, ov, oi, rows, cols, k, max_iter, eps, num_sms, stream); \
-    return;                                                                                     \
-  }
+#define RTOPK_WARP_CASE(VPT) \
+  if (a.cols <= 32 * (VPT)) return launch_warp_rows<scalar_t, VPT>(in, ov, oi, a, stream);
   // Slots per lane rise in steps of at most 50% so that padding wastes little (768 -> 24 slots).
   RTOPK_WARP_CASE(1)
   RTOPK_WARP_CASE(2)
@@ -376,10 +379,11 @@ void launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, int64_t rows, i
     RTOPK_WARP_CASE(64)
   }
 #undef RTOPK_WARP_CASE
-  const int64_t cap = int64_t(std::max(num_sms, 1)) * 8;
-  const unsigned grid = static_cast<unsigned>(std::min(rows, cap));
+  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 8;
+  const unsigned grid = static_cast<unsigned>(std::min(a.rows, cap));
   block_rows_kernel<scalar_t><<<grid, kRowBlockThreads, 0, stream>>>(
-      in, ov, oi, rows, cols, k, max_iter, static_cast<Compute>(eps));
+      in, ov, oi, a.rows, a.cols, a.k, a.max_iter, static_cast<Compute>(a.eps), a.largest);
+  return false;
 }
 
 }  // namespace rtopk

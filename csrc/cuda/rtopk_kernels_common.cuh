@@ -46,18 +46,21 @@ struct Elem<__nv_bfloat16> {
 template <typename scalar_t>
 using KeyFor = typename KeyTraits<typename Elem<scalar_t>::Compute>::Key;
 
+// The directed key (rtopk_algo.h) of an element.
 template <typename scalar_t>
-__device__ __forceinline__ KeyFor<scalar_t> load_key(const scalar_t* p) {
+__device__ __forceinline__ KeyFor<scalar_t> load_key(const scalar_t* p, bool largest) {
   using E = Elem<scalar_t>;
-  return to_key<typename E::Compute>(E::to_compute(*p));
+  return directed_key<typename E::Compute>(E::to_compute(*p), largest);
 }
 
 // The value of a selected element: rebuilt from its key, or re-read where the key dropped bits.
 template <typename scalar_t>
-__device__ __forceinline__ scalar_t key_value(KeyFor<scalar_t> key, const scalar_t* p) {
+__device__ __forceinline__ scalar_t key_value(KeyFor<scalar_t> key, const scalar_t* p,
+                                              bool largest) {
   using E = Elem<scalar_t>;
   if (key_loses_bits(key)) return *p;
-  return E::from_compute(from_key<typename E::Compute>(key));
+  const auto v = from_key<typename E::Compute>(key);
+  return E::from_compute(largest ? v : -v);
 }
 
 struct MinOp {
@@ -137,6 +140,47 @@ __device__ __forceinline__ void emit_plan(const Plan<Key>& plan, int cols, int k
     written += __popc(take_mask);
   }
 }
+
+// Bitonic sort of P composites (P = 16, 32, 64 or 128) into descending order, E = max(1, P/32)
+// per lane: element lane*E + j is c[j].  Steps between a lane's own elements are register
+// compare-exchanges; the others exchange with lane ^ (stride / E) by shuffle.  With P = 16 each
+// half-warp sorts its own 16.
+template <int P>
+struct WarpSort {
+  static constexpr int E = P >= 32 ? P / 32 : 1;
+
+  __device__ __forceinline__ static void run(uint64_t (&c)[E]) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int size = 2; size <= P; size <<= 1) {
+#pragma unroll
+      for (int stride = size / 2; stride > 0; stride >>= 1) {
+        if (stride < E) {
+#pragma unroll
+          for (int j = 0; j < E; ++j) {
+            if (j & stride) continue;
+            // Pairs whose block (of `size`) is even-numbered sort descending, odd ones ascending.
+            const bool desc = ((lane * E + j) & size) == 0;
+            const uint64_t a = c[j], b = c[j | stride];
+            const bool swap = desc ? (a < b) : (b < a);
+            c[j] = swap ? b : a;
+            c[j | stride] = swap ? a : b;
+          }
+        } else {
+          const int lx = stride / E;
+          const bool lower = (lane & lx) == 0;
+#pragma unroll
+          for (int j = 0; j < E; ++j) {
+            const bool desc = ((lane * E + j) & size) == 0;
+            const uint64_t o = __shfl_xor_sync(kFullMask, c[j], lx);
+            // The lower element of a descending pair keeps the larger, and so on.
+            c[j] = ((desc == lower) == (o > c[j])) ? o : c[j];
+          }
+        }
+      }
+    }
+  }
+};
 
 }  // namespace cuda_detail
 }  // namespace rtopk

@@ -9,11 +9,22 @@
 
 namespace rtopk {
 
-// Row-wise top-k of a contiguous rows x cols matrix into rows x k outputs (k >= 1, rows >= 1).
-// Launches one kernel on `stream`; the caller checks the launch.
+struct RowLaunch {
+  int64_t rows;  // >= 1
+  int64_t cols;
+  int64_t k;  // in [1, cols]
+  int64_t max_iter;
+  double eps;
+  bool largest;  // false: the k smallest, NaN ranked last
+  bool sorted;   // rank order wanted
+  int num_sms;
+};
+
+// Row-wise top-k of a contiguous rows x cols matrix into rows x k outputs.  Launches one kernel
+// on `stream` (the caller checks the launch).  Returns true when the outputs come out in rank
+// order (a.sorted and the kernel sorts), false when they are in index order.
 template <typename scalar_t>
-void launch_rtopk(const scalar_t* in, scalar_t* out_values, int64_t* out_indices, int64_t rows,
-                  int64_t cols, int64_t k, int64_t max_iter, double eps, int num_sms,
-                  cudaStream_t stream);
+bool launch_rtopk(const scalar_t* in, scalar_t* out_values, int64_t* out_indices,
+                  const RowLaunch& a, cudaStream_t stream);
 
 }  // namespace rtopk

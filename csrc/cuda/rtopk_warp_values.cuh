@@ -10,7 +10,8 @@
 // Algorithm 2 (max_iter) on finite rows runs the same midpoints as make_plan() with a cheaper
 // count.  Rows with NaN or +-inf, rows where the bracket cannot be narrowed to 32 elements, and
 // the eps mode run the shared make_plan() on a value-backed Row instead.  Selected elements are
-// staged in shared memory and written with coalesced stores when k <= kStageK.
+// staged in shared memory and written with coalesced stores when k <= kStageK, after a warp
+// bitonic sort when rank order is asked for.  The k smallest are found as the k largest of -x.
 #pragma once
 
 #include <climits>
@@ -23,16 +24,22 @@ namespace cuda_detail {
 constexpr int kFastPasses = 16;  // whole-row bisection passes before falling back
 constexpr int kStageK = 128;     // outputs staged in shared memory (coalesced stores) up to this k
 
+// Directed key (rtopk_algo.h) of a directed value.
+__device__ __forceinline__ uint32_t value_key(float v, bool largest) {
+  return v != v ? (largest ? 0xFFFFFFFFu : 1u) : to_key<float>(v);
+}
+
 // Row interface over fp32 values for make_plan().  Padding slots hold a copy of element 0 (a real
 // value, so min/max need no masking); every count subtracts the padding copies it included.
 template <int VPT>
 struct ValueRow {
   using T = KeyTraits<float>;
   using Key = T::Key;
-  float v[VPT];
+  float v[VPT];  // directed: -x for the k smallest
   float pad;
   int npad;
   int cols;
+  bool largest;  // NaN ranks above everything when set, below everything (key 1) otherwise
 
   __device__ __forceinline__ bool valid(int j) const {
     return j * 32 + int(threadIdx.x & 31) < cols;
@@ -41,17 +48,25 @@ struct ValueRow {
   __device__ __forceinline__ int64_t count_ge(Key t) const {
     unsigned c = 0;
     bool pad_in;
-    if (t > T::kPosInf) {  // only NaN (key kMax) is at or above t
+    if (t > T::kPosInf) {  // only NaN ranked high (key kMax) is at or above t
+      if (!largest) return 0;
 #pragma unroll
       for (int j = 0; j < VPT; ++j) c += v[j] != v[j];
       pad_in = pad != pad;
     } else {
-      // Keys in (kNegInf, kPosInf] are the non-NaN floats; key >= t <=> value >= from_key(t)
-      // (NaN passes as it should); every key at or below kNegInf admits all elements.
+      // Keys in (kNegInf, kPosInf] are the non-NaN floats; key >= t <=> value >= from_key(t);
+      // every key at or below kNegInf admits all non-NaN elements.  NaN passes when it ranks
+      // high, or (key 1) when t <= 1.
       const float x = t <= T::kNegInf ? -__int_as_float(0x7f800000) : from_key<float>(t);
+      if (largest || t <= 1) {
 #pragma unroll
-      for (int j = 0; j < VPT; ++j) c += !(v[j] < x);
-      pad_in = !(pad < x);
+        for (int j = 0; j < VPT; ++j) c += !(v[j] < x);
+        pad_in = !(pad < x);
+      } else {
+#pragma unroll
+        for (int j = 0; j < VPT; ++j) c += v[j] >= x;
+        pad_in = pad >= x;
+      }
     }
     return int64_t(warp_sum(c)) - (pad_in ? npad : 0);
   }
@@ -71,7 +86,7 @@ struct ValueRow {
     Key mn = T::kMax, mx = 0;
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
-      const Key key = to_key<float>(v[j]);
+      const Key key = value_key(v[j], largest);
       const bool use = valid(j) && (!finite_only || key_is_finite(key));
       mn = (use && key < mn) ? key : mn;
       mx = (use && key > mx) ? key : mx;
@@ -286,14 +301,54 @@ __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT>& row, int
   return Cut{lo, INT_MAX, true};
 }
 
-// Writes the first k elements (index order) that the cut takes.
-template <typename scalar_t, int VPT>
-__device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const Cut& cut,
-                                         scalar_t* ov, int64_t* oi, float (&s_ov)[kStageK + 1],
-                                         int (&s_oi)[kStageK + 1]) {
-  using E = Elem<scalar_t>;
+// Output value of a directed element: undo the negation; NaN is re-read for its payload.
+template <typename scalar_t>
+__device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p, unsigned flip) {
+  return v != v ? *p : Elem<scalar_t>::from_compute(__uint_as_float(__float_as_uint(v) ^ flip));
+}
+
+// Sorts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) by
+// key descending, equal keys in index order, and writes them out.  The values are re-read from
+// the row (still in L1) by index, which keeps their bits exactly.
+template <int P, typename scalar_t>
+__device__ __forceinline__ void sort_staged(int k, bool largest, const float* s_val, int* s_idx,
+                                            const scalar_t* x, scalar_t* ov, int64_t* oi) {
+  constexpr int E = WarpSort<P>::E;
+  const int lane = threadIdx.x & 31;
+  uint64_t c[E];
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    const int i = lane * E + j;
+    // Padding composites are 0, below every real one (their keys are >= 1).
+    c[j] = i < k ? (uint64_t(value_key(s_val[i], largest)) << 32) | uint32_t(~s_idx[i]) : 0;
+  }
+  WarpSort<P>::run(c);
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    const int i = lane * E + j;
+    if (i < k) s_idx[i] = int(~uint32_t(c[j]));
+  }
+  __syncwarp();
+  for (int p = lane; p < k; p += 32) {
+    const int e = s_idx[p];
+    ov[p] = x[e];
+    oi[p] = e;
+  }
+}
+
+// Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
+// (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
+// staged in shared memory and written with coalesced stores, in index order or, when `sorted`,
+// in rank order; more are written straight out in index order.
+template <typename scalar_t, int VPT, typename TakeOf>
+__device__ __forceinline__ void emit_selected(const ValueRow<VPT>& row, int k, TakeOf take_of,
+                                              bool sorted, const scalar_t* x, scalar_t* ov,
+                                              int64_t* oi, float (&s_ov)[kStageK + 1],
+                                              int (&s_oi)[kStageK + 1]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
+  const unsigned flip = row.largest ? 0u : 0x80000000u;
   const bool stage = k <= kStageK;
   int written = 0;
 #pragma unroll
@@ -301,7 +356,7 @@ __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const 
     if (written >= k) break;  // warp-uniform
     const int e = j * 32 + lane;
     const float v = row.v[j];
-    const bool take = row.valid(j) & (v >= cut.t) & ((v != cut.t) | (e <= cut.idx_t));
+    const bool take = take_of(j, e, v);
     const unsigned take_mask = __ballot_sync(kFullMask, take);
     const int pos = written + __popc(take_mask & lanes_below);
     const bool keep = take && pos < k;
@@ -310,19 +365,30 @@ __device__ __forceinline__ void emit_cut(const ValueRow<VPT>& row, int k, const 
       s_ov[slot] = v;
       s_oi[slot] = e;
     } else if (keep) {
-      ov[pos] = E::from_compute(v);  // finite here: exact, -0.0 included
+      ov[pos] = out_value(v, x + e, flip);
       oi[pos] = e;
     }
     written += __popc(take_mask);
   }
-  if (stage) {
-    __syncwarp();
+  if (!stage) return;
+  __syncwarp();
+  if (sorted && k > 1) {
+    if (k <= 16) {
+      sort_staged<16>(k, row.largest, s_ov, s_oi, x, ov, oi);
+    } else if (k <= 32) {
+      sort_staged<32>(k, row.largest, s_ov, s_oi, x, ov, oi);
+    } else if (k <= 64) {
+      sort_staged<64>(k, row.largest, s_ov, s_oi, x, ov, oi);
+    } else {
+      sort_staged<128>(k, row.largest, s_ov, s_oi, x, ov, oi);
+    }
+  } else {
     for (int p = lane; p < k; p += 32) {
-      ov[p] = E::from_compute(s_ov[p]);
+      ov[p] = out_value(s_ov[p], x + s_oi[p], flip);
       oi[p] = s_oi[p];
     }
-    __syncwarp();
   }
+  __syncwarp();  // the staging buffers are rewritten by this warp's next row
 }
 
 // Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
@@ -335,7 +401,7 @@ template <typename scalar_t, int VPT>
 __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
-                       int64_t max_iter, float eps) {
+                       int64_t max_iter, float eps, bool largest, bool sorted) {
   using E = Elem<scalar_t>;
   using Key = KeyTraits<float>::Key;
   constexpr int kWarps = kWarpBlockThreads / 32;
@@ -344,21 +410,25 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   __shared__ float s_ov[kWarps][kStageK + 1];
   __shared__ int s_oi[kWarps][kStageK + 1];
   const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
   const int warp = threadIdx.x / 32;
   const int64_t stride = int64_t(gridDim.x) * kWarps;
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
+  // The k smallest are the k largest of -x: flip the sign bit on load, and back on output.
+  const unsigned flip = largest ? 0u : 0x80000000u;
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
     ValueRow<VPT> row;
     row.cols = cols;
     row.npad = VPT * 32 - cols;
-    row.pad = E::to_compute(x[0]);
+    row.largest = largest;
+    row.pad = __uint_as_float(__float_as_uint(E::to_compute(x[0])) ^ flip);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int e = j * 32 + lane;
-      row.v[j] = e < cols ? E::to_compute(x[e]) : row.pad;
+      row.v[j] = e < cols ? __uint_as_float(__float_as_uint(E::to_compute(x[e])) ^ flip) : row.pad;
     }
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
@@ -367,17 +437,29 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
     if (exact) cut = fast_exact_cut(row, k, s_val[warp], s_idx[warp]);
     if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
     if (cut.ok) {
-      emit_cut(row, k, cut, ov, oi, s_ov[warp], s_oi[warp]);
+      emit_selected(
+          row, k,
+          [&](int j, int e, float v) {
+            return row.valid(j) & (v >= cut.t) & ((v != cut.t) | (e <= cut.idx_t));
+          },
+          sorted, x, ov, oi, s_ov[warp], s_oi[warp]);
       continue;
     }
 
     const Plan<Key> plan = make_plan<float>(row, k, max_iter, eps);
-    emit_plan<VPT>(
-        plan, cols, k, ov, oi, [&](int j) { return to_key<float>(row.v[j]); },
-        [&](int j, int e) {
-          // NaN payloads do not survive the trip through fp32 for 16-bit types: re-read those.
-          return row.v[j] == row.v[j] ? E::from_compute(row.v[j]) : x[e];
-        });
+    int64_t ties = 0;
+    emit_selected(
+        row, k,
+        [&](int j, int, float v) {
+          const Key key = value_key(v, largest);
+          const bool above = row.valid(j) && plan.takes(key);
+          const bool tie = row.valid(j) && plan.fills(key);
+          const unsigned tie_mask = __ballot_sync(kFullMask, tie);
+          const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
+          ties += __popc(tie_mask);
+          return take;
+        },
+        sorted, x, ov, oi, s_ov[warp], s_oi[warp]);
   }
 }
 
