@@ -60,14 +60,34 @@ RowProblem make_problem(const at::Tensor& rows_last, int64_t k, int64_t max_iter
   return p;
 }
 
+// Integer sort keys of selected values in rank order (rtopk_algo.h's directed keys as signed
+// integers): -0.0 == +0.0, NaN above every number when largest and below every number otherwise.
+// Sorting integers keeps every NaN of either sign in one place, which torch.sort of some
+// floating types does not.
+at::Tensor rank_keys(const at::Tensor& values, bool largest) {
+  const bool wide = values.scalar_type() == at::kDouble;
+  at::Tensor f = wide ? values : values.to(at::kFloat);
+  f = at::where(f == 0, at::zeros_like(f), f);
+  const at::Tensor bits = f.view(wide ? at::kLong : at::kInt);
+  const int64_t top = wide ? 63 : 31;
+  const int64_t magnitude = wide ? std::numeric_limits<int64_t>::max() : 0x7fffffff;
+  // Negative floats: flip the magnitude bits, so that the signed order is the float order.
+  at::Tensor key =
+      at::bitwise_xor(bits, at::bitwise_and(at::bitwise_right_shift(bits, top), magnitude));
+  if (!largest) key = at::neg(key);  // never the most negative integer: that is a NaN's
+  const int64_t nan_key = largest ? magnitude : -magnitude - 1;
+  return at::where(at::isnan(f), at::full({}, nan_key, key.options()), key);
+}
+
 void solve_rows(RowProblem& p, RowSolver solve) {
   if (p.rows == 0 || p.k == 0) return;
   solve(p);
   if (!p.sorted || p.sorted_done || p.k == 1) return;
   // The solver left index order: rank the k selected elements of each row (never the input).  A
-  // stable sort keeps equal values in index order, as the kernels' own sort does; the values are
+  // stable sort keeps equal keys in index order, as the kernels' own sort does; the values are
   // moved through an integer view so that NaN payloads and -0.0 keep their bits.
-  const at::Tensor perm = std::get<1>(at::sort(p.values, /*stable=*/true, -1, p.largest));
+  const at::Tensor perm = std::get<1>(
+      at::sort(rank_keys(p.values, p.largest), /*stable=*/true, -1, /*descending=*/true));
   const auto int_type = p.values.element_size() == 2   ? at::kShort
                         : p.values.element_size() == 4 ? at::kInt
                                                        : at::kLong;

@@ -102,8 +102,9 @@ def test_topk_empty_zero_dim_and_k0(device):
     for k in (0, 1):
         for dim in (0, -1):
             got, ref = rtopk.topk(s, k, dim), torch.topk(s, k, dim)
-            assert got.values.shape == () == ref.values.shape
-            assert float(got.values) == float(ref.values) and int(got.indices) == int(ref.indices) == 0
+            assert got.values.shape == () == ref.values.shape and got.indices.shape == ()
+            # (torch.topk on CUDA leaves its k=0 outputs of a 0-dim input unwritten.)
+            assert float(got.values) == -2.5 and int(got.indices) == 0
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -151,7 +152,8 @@ def test_topk_errors_match_torch_kinds(device):
         (lambda f: f(x.to(torch.complex64), 2), TypeError, "must be float32, float16, bfloat16 or float64"),
     ]
     for fn, kind, msg in cases:
-        with pytest.raises(kind):
+        # torch.topk raised RuntimeError for complex inputs before TypeError (torch 2.11 on CPU).
+        with pytest.raises((kind, RuntimeError) if kind is TypeError else kind):
             fn(torch.topk)
         with pytest.raises(kind) as info:
             fn(rtopk.topk)
@@ -268,6 +270,13 @@ def test_topk_gradcheck_and_gradgradcheck(device):
         assert torch.autograd.gradgradcheck(fn, (x,))
     s = torch.tensor(0.5, dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: rtopk.topk(t, 1).values, (s,))
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    """Each compile test starts from empty dynamo caches (they share functions, and a recompile limit)."""
+    torch._dynamo.reset()
+    yield
 
 
 def _both_ops(t, k: int):

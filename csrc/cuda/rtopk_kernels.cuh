@@ -340,9 +340,28 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
   const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 32;
   const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
   if constexpr (sizeof(Compute) == 4) {
-    warp_values_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
-        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
-        static_cast<float>(a.eps), a.largest, a.sorted);
+    // Separate instantiations for largest / smallest and sorted / unsorted: the common case pays
+    // nothing (registers, code) for the others.  Rank order is only produced for staged outputs.
+    const bool sort = a.sorted && a.k > 1 && a.k <= kStageK;
+    const int n = static_cast<int>(a.cols), k = static_cast<int>(a.k);
+    const float eps = static_cast<float>(a.eps);
+    if (a.largest) {
+      if (sort) {
+        warp_values_kernel<scalar_t, VPT, true, true>
+            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
+      } else {
+        warp_values_kernel<scalar_t, VPT, true, false>
+            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
+      }
+    } else {
+      if (sort) {
+        warp_values_kernel<scalar_t, VPT, false, true>
+            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
+      } else {
+        warp_values_kernel<scalar_t, VPT, false, false>
+            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
+      }
+    }
     return a.sorted && a.k <= kStageK;
   } else {
     warp_rows_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(

@@ -141,15 +141,15 @@ __device__ __forceinline__ void emit_plan(const Plan<Key>& plan, int cols, int k
   }
 }
 
-// Bitonic sort of P composites (P = 16, 32, 64 or 128) into descending order, E = max(1, P/32)
+// Bitonic sort of P unsigned words (P = 16, 32, 64 or 128) into descending order, E = max(1, P/32)
 // per lane: element lane*E + j is c[j].  Steps between a lane's own elements are register
 // compare-exchanges; the others exchange with lane ^ (stride / E) by shuffle.  With P = 16 each
 // half-warp sorts its own 16.
-template <int P>
+template <int P, typename T>
 struct WarpSort {
   static constexpr int E = P >= 32 ? P / 32 : 1;
 
-  __device__ __forceinline__ static void run(uint64_t (&c)[E]) {
+  __device__ __forceinline__ static void run(T (&c)[E]) {
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int size = 2; size <= P; size <<= 1) {
@@ -161,20 +161,19 @@ struct WarpSort {
             if (j & stride) continue;
             // Pairs whose block (of `size`) is even-numbered sort descending, odd ones ascending.
             const bool desc = ((lane * E + j) & size) == 0;
-            const uint64_t a = c[j], b = c[j | stride];
-            const bool swap = desc ? (a < b) : (b < a);
-            c[j] = swap ? b : a;
-            c[j | stride] = swap ? a : b;
+            const T a = c[j], b = c[j | stride];
+            c[j] = desc ? max(a, b) : min(a, b);
+            c[j | stride] = desc ? min(a, b) : max(a, b);
           }
         } else {
           const int lx = stride / E;
-          const bool lower = (lane & lx) == 0;
+          // The lower element of a descending pair keeps the larger, and so on.  (size > E, so
+          // the pair's direction is the same for all of a lane's elements.)
+          const bool keep_max = (((lane * E) & size) == 0) == ((lane & lx) == 0);
 #pragma unroll
           for (int j = 0; j < E; ++j) {
-            const bool desc = ((lane * E + j) & size) == 0;
-            const uint64_t o = __shfl_xor_sync(kFullMask, c[j], lx);
-            // The lower element of a descending pair keeps the larger, and so on.
-            c[j] = ((desc == lower) == (o > c[j])) ? o : c[j];
+            const T o = __shfl_xor_sync(kFullMask, c[j], lx);
+            c[j] = keep_max ? max(c[j], o) : min(c[j], o);
           }
         }
       }

@@ -31,7 +31,7 @@ __device__ __forceinline__ uint32_t value_key(float v, bool largest) {
 
 // Row interface over fp32 values for make_plan().  Padding slots hold a copy of element 0 (a real
 // value, so min/max need no masking); every count subtracts the padding copies it included.
-template <int VPT>
+template <int VPT, bool kLargest>
 struct ValueRow {
   using T = KeyTraits<float>;
   using Key = T::Key;
@@ -39,7 +39,8 @@ struct ValueRow {
   float pad;
   int npad;
   int cols;
-  bool largest;  // NaN ranks above everything when set, below everything (key 1) otherwise
+  // NaN ranks above everything when set, below everything (key 1) otherwise.
+  static constexpr bool largest = kLargest;
 
   __device__ __forceinline__ bool valid(int j) const {
     return j * 32 + int(threadIdx.x & 31) < cols;
@@ -126,8 +127,8 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 }
 
 // Row min and max; false if the row holds NaN or +-inf (those rows take the general path).
-template <int VPT>
-__device__ __forceinline__ bool finite_min_max(const ValueRow<VPT>& row, float& lo, float& hi) {
+template <int VPT, bool L>
+__device__ __forceinline__ bool finite_min_max(const ValueRow<VPT, L>& row, float& lo, float& hi) {
   float mn = row.v[0], mx = row.v[0];
 #pragma unroll
   for (int j = 1; j < VPT; ++j) {
@@ -150,8 +151,8 @@ struct Cut {
 };
 
 // Min and max of the elements in the bracket [lo, hi) ([lo, max] while hi has not moved).
-template <int VPT>
-__device__ __forceinline__ void bracket_range(const ValueRow<VPT>& row, float lo, float hi,
+template <int VPT, bool L>
+__device__ __forceinline__ void bracket_range(const ValueRow<VPT, L>& row, float lo, float hi,
                                               bool hi_moved, float& cmin, float& cmax) {
   const float kInf = __int_as_float(0x7f800000);
   float mn = kInf, mx = -kInf;
@@ -167,8 +168,8 @@ __device__ __forceinline__ void bracket_range(const ValueRow<VPT>& row, float lo
 }
 
 // Every element above t is taken and q >= 1 of those equal to t, the first ones by index.
-template <int VPT>
-__device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT>& row, float t, int q) {
+template <int VPT, bool L>
+__device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L>& row, float t, int q) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   int seen = 0;
@@ -185,9 +186,9 @@ __device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT>& row, float t,
   return Cut{0.f, 0, false};  // not reached: the caller counted at least q such elements
 }
 
-template <int VPT>
-__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, float (&s_val)[33],
-                                              int (&s_idx)[33]) {
+template <int VPT, bool L>
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k,
+                                              float (&s_val)[33], int (&s_idx)[33]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int cols = row.cols;
@@ -280,8 +281,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT>& row, int k, f
 }
 
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
-template <int VPT>
-__device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT>& row, int k,
+template <int VPT, bool L>
+__device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, int k,
                                                    int64_t max_iter) {
   float lo, hi;
   if (!finite_min_max(row, lo, hi)) return Cut{0.f, 0, false};
@@ -310,24 +311,62 @@ __device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p, unsign
 // Sorts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) by
 // key descending, equal keys in index order, and writes them out.  The values are re-read from
 // the row (still in L1) by index, which keeps their bits exactly.
+//   Distinct keys (the common case): sort the 32-bit keys alone, then place each staged element
+//   at its key's position, found by binary search in the sorted keys.
+//   Equal keys: sort 64-bit (key, ~index) composites instead, which orders ties by index.
 template <int P, typename scalar_t>
-__device__ __forceinline__ void sort_staged(int k, bool largest, const float* s_val, int* s_idx,
+__device__ __forceinline__ void sort_staged(int k, bool largest, float* s_val, int* s_idx,
                                             const scalar_t* x, scalar_t* ov, int64_t* oi) {
-  constexpr int E = WarpSort<P>::E;
+  constexpr int E = WarpSort<P, uint32_t>::E;
   const int lane = threadIdx.x & 31;
-  uint64_t c[E];
+  uint32_t key[E], mine[E];
+  int idx[E];
 #pragma unroll
   for (int j = 0; j < E; ++j) {
     const int i = lane * E + j;
-    // Padding composites are 0, below every real one (their keys are >= 1).
-    c[j] = i < k ? (uint64_t(value_key(s_val[i], largest)) << 32) | uint32_t(~s_idx[i]) : 0;
+    // Padding keys are 0, below every real key (>= 1).
+    mine[j] = i < k ? value_key(s_val[i], largest) : 0u;
+    idx[j] = s_idx[i < k ? i : 0];
+    key[j] = mine[j];
   }
-  WarpSort<P>::run(c);
-  __syncwarp();
+  WarpSort<P, uint32_t>::run(key);
+  // A tie: two equal neighbours among the first k sorted keys.
+  const uint32_t next = __shfl_down_sync(kFullMask, key[0], 1);
+  bool tie = lane < 31 && (lane + 1) * E < k && P > 16 && key[E - 1] == next;
 #pragma unroll
-  for (int j = 0; j < E; ++j) {
-    const int i = lane * E + j;
-    if (i < k) s_idx[i] = int(~uint32_t(c[j]));
+  for (int j = 0; j + 1 < E; ++j) tie |= lane * E + j + 1 < k && key[j] == key[j + 1];
+  if (P == 16) tie = lane < 15 && lane + 1 < k && key[0] == next;
+  __syncwarp();
+  if (!__any_sync(kFullMask, tie)) {
+    uint32_t* s_sorted = reinterpret_cast<uint32_t*>(s_val);
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (lane * E + j < P) s_sorted[lane * E + j] = key[j];
+    }
+    __syncwarp();
+    // Position = number of keys above mine (binary lifting over the P sorted slots; the padding
+    // zeros at the end are never above a real key).
+    int pos[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) pos[j] = 0;
+#pragma unroll
+    for (int step = P / 2; step >= 1; step >>= 1) {
+#pragma unroll
+      for (int j = 0; j < E; ++j) pos[j] += s_sorted[pos[j] + step - 1] > mine[j] ? step : 0;
+    }
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (lane * E + j < k) s_idx[pos[j]] = idx[j];
+    }
+  } else {
+    uint64_t c[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) c[j] = (uint64_t(mine[j]) << 32) | uint32_t(~idx[j]);
+    WarpSort<P, uint64_t>::run(c);
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      if (lane * E + j < k) s_idx[lane * E + j] = int(~uint32_t(c[j]));
+    }
   }
   __syncwarp();
   for (int p = lane; p < k; p += 32) {
@@ -339,12 +378,11 @@ __device__ __forceinline__ void sort_staged(int k, bool largest, const float* s_
 
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
-// staged in shared memory and written with coalesced stores, in index order or, when `sorted`,
-// in rank order; more are written straight out in index order.
-template <typename scalar_t, int VPT, typename TakeOf>
-__device__ __forceinline__ void emit_selected(const ValueRow<VPT>& row, int k, TakeOf take_of,
-                                              bool sorted, const scalar_t* x, scalar_t* ov,
-                                              int64_t* oi, float (&s_ov)[kStageK + 1],
+// staged in shared memory for flush_staged(); more are written straight out in index order.
+template <typename scalar_t, int VPT, bool L, typename TakeOf>
+__device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k, TakeOf take_of,
+                                              const scalar_t* x, scalar_t* ov, int64_t* oi,
+                                              float (&s_ov)[kStageK + 1],
                                               int (&s_oi)[kStageK + 1]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
@@ -370,19 +408,28 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT>& row, int k, T
     }
     written += __popc(take_mask);
   }
-  if (!stage) return;
+}
+
+// Writes the staged outputs of a row (k <= kStageK) with coalesced stores: in index order, or in
+// rank order when `sorted`.
+template <typename scalar_t, bool kLargest>
+__device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t* x, scalar_t* ov,
+                                             int64_t* oi, float (&s_ov)[kStageK + 1],
+                                             int (&s_oi)[kStageK + 1]) {
+  const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
     if (k <= 16) {
-      sort_staged<16>(k, row.largest, s_ov, s_oi, x, ov, oi);
+      sort_staged<16>(k, kLargest, s_ov, s_oi, x, ov, oi);
     } else if (k <= 32) {
-      sort_staged<32>(k, row.largest, s_ov, s_oi, x, ov, oi);
+      sort_staged<32>(k, kLargest, s_ov, s_oi, x, ov, oi);
     } else if (k <= 64) {
-      sort_staged<64>(k, row.largest, s_ov, s_oi, x, ov, oi);
+      sort_staged<64>(k, kLargest, s_ov, s_oi, x, ov, oi);
     } else {
-      sort_staged<128>(k, row.largest, s_ov, s_oi, x, ov, oi);
+      sort_staged<128>(k, kLargest, s_ov, s_oi, x, ov, oi);
     }
   } else {
+    const unsigned flip = kLargest ? 0u : 0x80000000u;
     for (int p = lane; p < k; p += 32) {
       ov[p] = out_value(s_ov[p], x + s_oi[p], flip);
       oi[p] = s_oi[p];
@@ -393,15 +440,17 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT>& row, int k, T
 
 // Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
 // otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
-constexpr int value_kernel_min_blocks(int vpt) {
-  return vpt <= 8 ? 5 : vpt <= 16 ? 4 : vpt <= 24 ? 3 : 2;
+// The sorting kernels get one block fewer at small rows: the sort's 64-bit tie path needs the room.
+constexpr int value_kernel_min_blocks(int vpt, bool sorted) {
+  return vpt <= 8 ? (sorted ? 4 : 5) : vpt <= 16 ? 4 : vpt <= 24 ? 3 : 2;
 }
 
-template <typename scalar_t, int VPT>
-__global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
+template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
+__global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT, kSorted))
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
-                       int64_t max_iter, float eps, bool largest, bool sorted) {
+                       int64_t max_iter, float eps) {
+  constexpr bool largest = kLargest;
   using E = Elem<scalar_t>;
   using Key = KeyTraits<float>::Key;
   constexpr int kWarps = kWarpBlockThreads / 32;
@@ -420,10 +469,9 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
-    ValueRow<VPT> row;
+    ValueRow<VPT, kLargest> row;
     row.cols = cols;
     row.npad = VPT * 32 - cols;
-    row.largest = largest;
     row.pad = __uint_as_float(__float_as_uint(E::to_compute(x[0])) ^ flip);
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
@@ -442,24 +490,25 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
           [&](int j, int e, float v) {
             return row.valid(j) & (v >= cut.t) & ((v != cut.t) | (e <= cut.idx_t));
           },
-          sorted, x, ov, oi, s_ov[warp], s_oi[warp]);
-      continue;
+          x, ov, oi, s_ov[warp], s_oi[warp]);
+    } else {
+      const Plan<Key> plan = make_plan<float>(row, k, max_iter, eps);
+      int64_t ties = 0;
+      emit_selected(
+          row, k,
+          [&](int j, int, float v) {
+            const Key key = value_key(v, largest);
+            const bool above = row.valid(j) && plan.takes(key);
+            const bool tie = row.valid(j) && plan.fills(key);
+            const unsigned tie_mask = __ballot_sync(kFullMask, tie);
+            const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
+            ties += __popc(tie_mask);
+            return take;
+          },
+          x, ov, oi, s_ov[warp], s_oi[warp]);
     }
-
-    const Plan<Key> plan = make_plan<float>(row, k, max_iter, eps);
-    int64_t ties = 0;
-    emit_selected(
-        row, k,
-        [&](int j, int, float v) {
-          const Key key = value_key(v, largest);
-          const bool above = row.valid(j) && plan.takes(key);
-          const bool tie = row.valid(j) && plan.fills(key);
-          const unsigned tie_mask = __ballot_sync(kFullMask, tie);
-          const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
-          ties += __popc(tie_mask);
-          return take;
-        },
-        sorted, x, ov, oi, s_ov[warp], s_oi[warp]);
+    if (k <= kStageK)
+      flush_staged<scalar_t, kLargest>(k, kSorted, x, ov, oi, s_ov[warp], s_oi[warp]);
   }
 }
 
