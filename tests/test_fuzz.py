@@ -1,4 +1,4 @@
-"""Seeded randomized differential testing of rtopk.rtopk.
+"""Seeded randomized differential testing of rtopk.rtopk and rtopk.topk.
 
 Every case draws a rank, shape (row lengths from 1 to 300,000, primes and 2^n +- 1 included), dtype,
 k, mode and row distribution. Exact mode must equal the plain-torch reference; every mode must keep
@@ -52,10 +52,58 @@ def draw_case(rng):
         eps = rng.choice([1e-30, 1e-7, 1e-4, 1e-2, 0.3])
     elif mode == "max_iter":
         max_iter = rng.randint(1, 30)
-    return dict(shape=shape, dtype=dtype, k=k, max_iter=max_iter, eps=eps, dist=rng.choice(DISTS))
+    case = dict(shape=shape, dtype=dtype, k=k, max_iter=max_iter, eps=eps, dist=rng.choice(DISTS), api="rtopk")
+    if rng.random() < 0.5:  # the drop-in API: any dim, largest or smallest, sorted or not
+        dim = rng.randrange(-rank, rank)
+        case.update(api="topk", dim=dim, largest=rng.random() < 0.5, sorted=rng.random() < 0.5,
+                    k=min(k, shape[dim]))
+    return case
+
+
+def check_topk_invariants(x, k, dim, largest, sorted, values, indices):
+    """k distinct in-range indices per row, values gathered from them, rank order when sorted."""
+    d = dim % x.dim()
+    assert values.dtype == x.dtype and indices.dtype == torch.int64
+    shape = list(x.shape)
+    shape[d] = k
+    assert list(values.shape) == shape and list(indices.shape) == shape
+    if k == 0 or x.numel() == 0:
+        return
+    assert torch.equal(bits(x).gather(d, indices), bits(values)), "values != input[indices]"
+    iv = indices.movedim(d, -1)
+    assert int(iv.min()) >= 0 and int(iv.max()) < x.shape[d], "index out of range"
+    if k > 1:
+        assert bool((iv.sort(-1).values.diff(dim=-1) > 0).all()), "repeated indices"
+        if sorted:
+            key = values.movedim(d, -1).double()
+            nan = torch.isnan(key)
+            key = torch.where(nan, float("inf") if largest else float("-inf"), key if largest else -key)
+            ok = key.diff(dim=-1) <= 0
+            # Two infinities (or NaN next to +-inf) give NaN differences: equal ranks, fine.
+            assert bool((ok | torch.isnan(key.diff(dim=-1))).all()), "not in rank order"
+        else:
+            assert bool((iv.diff(dim=-1) > 0).all()), "unsorted output not in index order"
+
+
+def run_topk_case(case, gen):
+    x = make_rows(case["dist"], case["shape"], case["dtype"], "cpu", gen)
+    k, max_iter, eps = case["k"], case["max_iter"], case["eps"]
+    args = (x, k, case["dim"], case["largest"], case["sorted"])
+    values, indices = rtopk.topk(*args, max_iter=max_iter, eps=eps)
+    check_topk_invariants(*args, values, indices)
+    if max_iter is None and eps == 0.0:
+        ref_v, ref_i = rtopk.topk_ref(*args)
+        assert torch.equal(indices, ref_i), "indices differ from the exact reference"
+        assert torch.equal(bits(values), bits(ref_v)), "values differ from the exact reference"
+    if HAS_CUDA:
+        gv, gi = rtopk.topk(x.cuda(), *args[1:], max_iter=max_iter, eps=eps)
+        assert torch.equal(gi.cpu(), indices), "CUDA indices differ from CPU"
+        assert torch.equal(bits(gv.cpu()), bits(values)), "CUDA values differ from CPU"
 
 
 def run_case(case, gen):
+    if case["api"] == "topk":
+        return run_topk_case(case, gen)
     x = make_rows(case["dist"], case["shape"], case["dtype"], "cpu", gen)
     k, max_iter, eps = case["k"], case["max_iter"], case["eps"]
     values, indices = rtopk.rtopk(x, k, max_iter=max_iter, eps=eps)
@@ -84,5 +132,6 @@ def test_fuzz(batch):
         except AssertionError as err:
             raise AssertionError(
                 f"fuzz failure (seed={SEED}, batch={batch}, case={i}): shape={case['shape']} dtype={case['dtype']} "
-                f"k={case['k']} max_iter={case['max_iter']} eps={case['eps']} dist={case['dist']}: {err}"
+                f"k={case['k']} max_iter={case['max_iter']} eps={case['eps']} dist={case['dist']} api={case['api']} "
+                f"dim={case.get('dim')} largest={case.get('largest')} sorted={case.get('sorted')}: {err}"
             ) from None

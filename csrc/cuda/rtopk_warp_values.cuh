@@ -308,72 +308,83 @@ __device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p, unsign
   return v != v ? *p : Elem<scalar_t>::from_compute(__uint_as_float(__float_as_uint(v) ^ flip));
 }
 
-// Sorts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) by
-// key descending, equal keys in index order, and writes them out.  The values are re-read from
-// the row (still in L1) by index, which keeps their bits exactly.
-//   Distinct keys (the common case): sort the 32-bit keys alone, then place each staged element
-//   at its key's position, found by binary search in the sorted keys.
-//   Equal keys: sort 64-bit (key, ~index) composites instead, which orders ties by index.
-template <int P, typename scalar_t>
-__device__ __forceinline__ void sort_staged(int k, bool largest, float* s_val, int* s_idx,
-                                            const scalar_t* x, scalar_t* ov, int64_t* oi) {
+// Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) in
+// rank order in place: key descending, equal keys in index order.
+//   Distinct keys (the common case, P >= 32): sort the 32-bit keys alone, then move each staged
+//   element to its key's position, found by binary search in the sorted keys.
+//   Otherwise: sort 64-bit (key, ~index) composites, which orders ties by index; the values are
+//   rebuilt from the keys, and those whose keys drop bits (+-0, NaN) are marked NaN so that the
+//   flush re-reads them from the input.
+template <int P, bool kLargest>
+__device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx) {
   constexpr int E = WarpSort<P, uint32_t>::E;
   const int lane = threadIdx.x & 31;
-  uint32_t key[E], mine[E];
+  uint32_t mine[E];
   int idx[E];
+  float val[E];
 #pragma unroll
   for (int j = 0; j < E; ++j) {
     const int i = lane * E + j;
-    // Padding keys are 0, below every real key (>= 1).
-    mine[j] = i < k ? value_key(s_val[i], largest) : 0u;
+    val[j] = s_val[i < k ? i : 0];
     idx[j] = s_idx[i < k ? i : 0];
-    key[j] = mine[j];
+    // Padding keys are 0, below every real key (>= 1).
+    mine[j] = i < k ? value_key(val[j], kLargest) : 0u;
   }
-  WarpSort<P, uint32_t>::run(key);
-  // A tie: two equal neighbours among the first k sorted keys.
-  const uint32_t next = __shfl_down_sync(kFullMask, key[0], 1);
-  bool tie = lane < 31 && (lane + 1) * E < k && P > 16 && key[E - 1] == next;
+  bool tie = true;  // P = 16: straight to the composite sort
+  if constexpr (P >= 32) {
+    uint32_t key[E];
 #pragma unroll
-  for (int j = 0; j + 1 < E; ++j) tie |= lane * E + j + 1 < k && key[j] == key[j + 1];
-  if (P == 16) tie = lane < 15 && lane + 1 < k && key[0] == next;
-  __syncwarp();
-  if (!__any_sync(kFullMask, tie)) {
-    uint32_t* s_sorted = reinterpret_cast<uint32_t*>(s_val);
+    for (int j = 0; j < E; ++j) key[j] = mine[j];
+    WarpSort<P, uint32_t>::run(key);
+    // A tie: two equal neighbours among the first k sorted keys.
+    const uint32_t next = __shfl_down_sync(kFullMask, key[0], 1);
+    tie = lane < 31 && (lane + 1) * E < k && key[E - 1] == next;
 #pragma unroll
-    for (int j = 0; j < E; ++j) {
-      if (lane * E + j < P) s_sorted[lane * E + j] = key[j];
+    for (int j = 0; j + 1 < E; ++j) tie |= lane * E + j + 1 < k && key[j] == key[j + 1];
+    tie = __any_sync(kFullMask, tie);
+    if (!tie) {
+      uint32_t* s_sorted = reinterpret_cast<uint32_t*>(s_val);
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < E; ++j) s_sorted[lane * E + j] = key[j];
+      __syncwarp();
+      // Position = number of keys above mine (binary lifting over the P sorted slots; the
+      // padding zeros at the end are never above a real key).
+      int pos[E];
+#pragma unroll
+      for (int j = 0; j < E; ++j) pos[j] = 0;
+#pragma unroll
+      for (int step = P / 2; step >= 1; step >>= 1) {
+#pragma unroll
+        for (int j = 0; j < E; ++j) pos[j] += s_sorted[pos[j] + step - 1] > mine[j] ? step : 0;
+      }
+      __syncwarp();
+#pragma unroll
+      for (int j = 0; j < E; ++j) {
+        if (lane * E + j < k) {
+          s_val[pos[j]] = val[j];
+          s_idx[pos[j]] = idx[j];
+        }
+      }
     }
-    __syncwarp();
-    // Position = number of keys above mine (binary lifting over the P sorted slots; the padding
-    // zeros at the end are never above a real key).
-    int pos[E];
-#pragma unroll
-    for (int j = 0; j < E; ++j) pos[j] = 0;
-#pragma unroll
-    for (int step = P / 2; step >= 1; step >>= 1) {
-#pragma unroll
-      for (int j = 0; j < E; ++j) pos[j] += s_sorted[pos[j] + step - 1] > mine[j] ? step : 0;
-    }
-#pragma unroll
-    for (int j = 0; j < E; ++j) {
-      if (lane * E + j < k) s_idx[pos[j]] = idx[j];
-    }
-  } else {
+  }
+  if (tie) {
     uint64_t c[E];
 #pragma unroll
     for (int j = 0; j < E; ++j) c[j] = (uint64_t(mine[j]) << 32) | uint32_t(~idx[j]);
     WarpSort<P, uint64_t>::run(c);
+    __syncwarp();
 #pragma unroll
     for (int j = 0; j < E; ++j) {
-      if (lane * E + j < k) s_idx[lane * E + j] = int(~uint32_t(c[j]));
+      const int i = lane * E + j;
+      const uint32_t key = uint32_t(c[j] >> 32);
+      if (i < k) {
+        s_val[i] = key_loses_bits(key) ? __int_as_float(0x7fffffff) : from_key<float>(key);
+        s_idx[i] = int(~uint32_t(c[j]));
+      }
     }
   }
   __syncwarp();
-  for (int p = lane; p < k; p += 32) {
-    const int e = s_idx[p];
-    ov[p] = x[e];
-    oi[p] = e;
-  }
 }
 
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
@@ -420,20 +431,19 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t*
   __syncwarp();
   if (sorted && k > 1) {
     if (k <= 16) {
-      sort_staged<16>(k, kLargest, s_ov, s_oi, x, ov, oi);
+      sort_staged<16, kLargest>(k, s_ov, s_oi);
     } else if (k <= 32) {
-      sort_staged<32>(k, kLargest, s_ov, s_oi, x, ov, oi);
+      sort_staged<32, kLargest>(k, s_ov, s_oi);
     } else if (k <= 64) {
-      sort_staged<64>(k, kLargest, s_ov, s_oi, x, ov, oi);
+      sort_staged<64, kLargest>(k, s_ov, s_oi);
     } else {
-      sort_staged<128>(k, kLargest, s_ov, s_oi, x, ov, oi);
+      sort_staged<128, kLargest>(k, s_ov, s_oi);
     }
-  } else {
-    const unsigned flip = kLargest ? 0u : 0x80000000u;
-    for (int p = lane; p < k; p += 32) {
-      ov[p] = out_value(s_ov[p], x + s_oi[p], flip);
-      oi[p] = s_oi[p];
-    }
+  }
+  const unsigned flip = kLargest ? 0u : 0x80000000u;
+  for (int p = lane; p < k; p += 32) {
+    ov[p] = out_value(s_ov[p], x + s_oi[p], flip);
+    oi[p] = s_oi[p];
   }
   __syncwarp();  // the staging buffers are rewritten by this warp's next row
 }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# compute-sanitizer's four tools over the CUDA kernel paths (tests/test_sanitizer_subset.py).
+# Logs under $OUT (./out when unset); prints each tool's summary line.  Needs a built extension.
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+# Without the caching allocator every tensor is its own allocation, so memcheck sees overruns.
+export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+status=0
+for tool in memcheck racecheck initcheck synccheck; do
+  extra=()
+  [ "$tool" = racecheck ] && extra=(--racecheck-report all)
+  timeout 280 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 --print-limit 20 \
+    python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider >"$OUT/sanitizer_$tool.log" 2>&1
+  rc=$?
+  [ $rc -ne 0 ] && status=1
+  echo "$tool (rc=$rc): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
+done
+exit $status
