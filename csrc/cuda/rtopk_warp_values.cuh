@@ -237,10 +237,12 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k
     const float x = row.v[j];
     const bool cand = row.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
     const unsigned m = __ballot_sync(kFullMask, cand);
-    // Unconditional stores (others to the spare slot 32) keep the address math out of a branch.
-    const int slot = cand ? n + __popc(m & lanes_below) : 32;
-    s_val[slot] = x;
-    s_idx[slot] = j * 32 + lane;
+    // Predicated stores: lanes must not share a dummy slot (a write-write race, even if unread).
+    if (cand) {
+      const int slot = n + __popc(m & lanes_below);
+      s_val[slot] = x;
+      s_idx[slot] = j * 32 + lane;
+    }
     n += __popc(m);
   }
   __syncwarp();
@@ -410,9 +412,10 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
     const int pos = written + __popc(take_mask & lanes_below);
     const bool keep = take && pos < k;
     if (stage) {
-      const int slot = keep ? pos : kStageK;  // spare slot: no branch around the stores
-      s_ov[slot] = v;
-      s_oi[slot] = e;
+      if (keep) {
+        s_ov[pos] = v;
+        s_oi[pos] = e;
+      }
     } else if (keep) {
       ov[pos] = out_value(v, x + e, flip);
       oi[pos] = e;
