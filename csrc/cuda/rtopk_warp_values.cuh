@@ -23,6 +23,10 @@ namespace cuda_detail {
 
 constexpr int kFastPasses = 16;  // whole-row bisection passes before falling back
 constexpr int kStageK = 128;     // outputs staged in shared memory (coalesced stores) up to this k
+constexpr int kCandSlots = 32;   // candidates compacted for the final bisection
+// Buffers carry one spare slot per lane after the real ones (see the compaction).
+constexpr int kCandBuf = kCandSlots + 32;
+constexpr int kStageSlots = kStageK + 32;
 
 // Directed key (rtopk_algo.h) of a directed value.
 __device__ __forceinline__ uint32_t value_key(float v, bool largest) {
@@ -188,7 +192,7 @@ __device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L>& row, float
 
 template <int VPT, bool L>
 __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k,
-                                              float (&s_val)[33], int (&s_idx)[33]) {
+                                              float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int cols = row.cols;
@@ -237,12 +241,12 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k
     const float x = row.v[j];
     const bool cand = row.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
     const unsigned m = __ballot_sync(kFullMask, cand);
-    // Predicated stores: lanes must not share a dummy slot (a write-write race, even if unread).
-    if (cand) {
-      const int slot = n + __popc(m & lanes_below);
-      s_val[slot] = x;
-      s_idx[slot] = j * 32 + lane;
-    }
+    // Unconditional stores keep the address math out of a branch (a predicated version measured
+    // 13-26% slower); lanes with nothing to store write their own spare slot 32 + lane, so no two
+    // lanes ever write one address (racecheck-clean).
+    const int slot = cand ? n + __popc(m & lanes_below) : kCandSlots + lane;
+    s_val[slot] = x;
+    s_idx[slot] = j * 32 + lane;
     n += __popc(m);
   }
   __syncwarp();
@@ -395,8 +399,8 @@ __device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx) {
 template <typename scalar_t, int VPT, bool L, typename TakeOf>
 __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k, TakeOf take_of,
                                               const scalar_t* x, scalar_t* ov, int64_t* oi,
-                                              float (&s_ov)[kStageK + 1],
-                                              int (&s_oi)[kStageK + 1]) {
+                                              float (&s_ov)[kStageSlots],
+                                              int (&s_oi)[kStageSlots]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const unsigned flip = row.largest ? 0u : 0x80000000u;
@@ -412,10 +416,9 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
     const int pos = written + __popc(take_mask & lanes_below);
     const bool keep = take && pos < k;
     if (stage) {
-      if (keep) {
-        s_ov[pos] = v;
-        s_oi[pos] = e;
-      }
+      const int slot = keep ? pos : kStageK + lane;  // own spare slot, as in the compaction
+      s_ov[slot] = v;
+      s_oi[slot] = e;
     } else if (keep) {
       ov[pos] = out_value(v, x + e, flip);
       oi[pos] = e;
@@ -428,8 +431,8 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
 // rank order when `sorted`.
 template <typename scalar_t, bool kLargest>
 __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t* x, scalar_t* ov,
-                                             int64_t* oi, float (&s_ov)[kStageK + 1],
-                                             int (&s_oi)[kStageK + 1]) {
+                                             int64_t* oi, float (&s_ov)[kStageSlots],
+                                             int (&s_oi)[kStageSlots]) {
   const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
@@ -467,10 +470,10 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   using E = Elem<scalar_t>;
   using Key = KeyTraits<float>::Key;
   constexpr int kWarps = kWarpBlockThreads / 32;
-  __shared__ float s_val[kWarps][33];
-  __shared__ int s_idx[kWarps][33];
-  __shared__ float s_ov[kWarps][kStageK + 1];
-  __shared__ int s_oi[kWarps][kStageK + 1];
+  __shared__ float s_val[kWarps][kCandBuf];
+  __shared__ int s_idx[kWarps][kCandBuf];
+  __shared__ float s_ov[kWarps][kStageSlots];
+  __shared__ int s_oi[kWarps][kStageSlots];
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int warp = threadIdx.x / 32;
