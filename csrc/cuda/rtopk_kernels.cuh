@@ -362,7 +362,7 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
             <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
       }
     }
-    return a.sorted && a.k <= kStageK;
+    return sort;  // (k = 1 is in rank order either way)
   } else {
     warp_rows_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
         in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,

@@ -309,9 +309,16 @@ __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, 
 }
 
 // Output value of a directed element: undo the negation; NaN is re-read for its payload.
-template <typename scalar_t>
-__device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p, unsigned flip) {
-  return v != v ? *p : Elem<scalar_t>::from_compute(__uint_as_float(__float_as_uint(v) ^ flip));
+// The value as the kernel ranks it: -v for the k smallest (the sign bit flipped, so that -0.0 and
+// NaN payloads survive).  Its own inverse: it maps loaded values in and ranked values back out.
+template <bool kLargest>
+__device__ __forceinline__ float directed(float v) {
+  return kLargest ? v : __uint_as_float(__float_as_uint(v) ^ 0x80000000u);
+}
+
+template <bool kLargest, typename scalar_t>
+__device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p) {
+  return v != v ? *p : Elem<scalar_t>::from_compute(directed<kLargest>(v));
 }
 
 // Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) in
@@ -403,7 +410,6 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
                                               int (&s_oi)[kStageSlots]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const unsigned flip = row.largest ? 0u : 0x80000000u;
   const bool stage = k <= kStageK;
   int written = 0;
 #pragma unroll
@@ -420,7 +426,7 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
       s_ov[slot] = v;
       s_oi[slot] = e;
     } else if (keep) {
-      ov[pos] = out_value(v, x + e, flip);
+      ov[pos] = out_value<L>(v, x + e);
       oi[pos] = e;
     }
     written += __popc(take_mask);
@@ -446,9 +452,8 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t*
       sort_staged<128, kLargest>(k, s_ov, s_oi);
     }
   }
-  const unsigned flip = kLargest ? 0u : 0x80000000u;
   for (int p = lane; p < k; p += 32) {
-    ov[p] = out_value(s_ov[p], x + s_oi[p], flip);
+    ov[p] = out_value<kLargest>(s_ov[p], x + s_oi[p]);
     oi[p] = s_oi[p];
   }
   __syncwarp();  // the staging buffers are rewritten by this warp's next row
@@ -480,19 +485,18 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   const int64_t stride = int64_t(gridDim.x) * kWarps;
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
-  // The k smallest are the k largest of -x: flip the sign bit on load, and back on output.
-  const unsigned flip = largest ? 0u : 0x80000000u;
+  // The k smallest are the k largest of -x: directed() on load, and again on output.
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
     ValueRow<VPT, kLargest> row;
     row.cols = cols;
     row.npad = VPT * 32 - cols;
-    row.pad = __uint_as_float(__float_as_uint(E::to_compute(x[0])) ^ flip);
+    row.pad = directed<kLargest>(E::to_compute(x[0]));
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int e = j * 32 + lane;
-      row.v[j] = e < cols ? __uint_as_float(__float_as_uint(E::to_compute(x[e])) ^ flip) : row.pad;
+      row.v[j] = e < cols ? directed<kLargest>(E::to_compute(x[e])) : row.pad;
     }
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
