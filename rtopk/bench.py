@@ -25,6 +25,10 @@ def _grid(ns, ms, ks, dist="randn"):
     return [(N, M, k, dist) for N in ns for M in ms for k in ks if k <= M]
 
 
+# Row kinds that stress the search (besides randn); the adversarial grid and tests/test_slow_rows.py.
+ADVERSARIAL = ("all_equal", "two_values", "ties", "inf_mixed", "heavy_tail", "nan_mixed", "all_nan", "neg_inf_heavy",
+               "denormal", "few_ulps", "near_max", "ascending")
+
 GRIDS = {
     "quick": _grid([2**16], [256, 768], [16, 128]) + _grid([2**14], [4096], [64]),
     "issue2": _grid([2**18], [256, 512, 768], [16, 64, 128]),
@@ -35,7 +39,7 @@ GRIDS = {
     "adversarial": [
         (2**16, M, 64, d)
         for M in (256, 768)
-        for d in ("randn", "all_equal", "two_values", "ties", "inf_mixed", "heavy_tail")
+        for d in ("randn",) + ADVERSARIAL
     ],
 }
 GRIDS["all"] = sorted({p for g in GRIDS.values() for p in g}, key=lambda p: (p[3] != "randn", p))
@@ -57,6 +61,24 @@ def make_input(dist, N, M, dtype, device, gen):
         x = torch.where(u < 0.02, float("inf"), torch.where(u > 0.98, float("-inf"), x))
     elif dist == "heavy_tail":
         x = x**5
+    elif dist == "nan_mixed":  # NaN of both signs and +-inf sprinkled in
+        u = torch.rand(N, M, generator=gen, device=device)
+        nan = torch.where(u < 0.05, float("nan"), -float("nan"))
+        x = torch.where(u < 0.1, nan, torch.where(u > 0.97, float("inf") * torch.sign(x), x))
+    elif dist == "all_nan":
+        x = torch.full_like(x, float("nan"))
+    elif dist == "neg_inf_heavy":  # most of the row -inf, the k-th value among them
+        u = torch.rand(N, M, generator=gen, device=device)
+        x = torch.where(u < 0.9, float("-inf"), x)
+    elif dist == "denormal":
+        x = x * torch.finfo(dtype).smallest_normal / 4
+    elif dist == "few_ulps":  # five distinct values one ulp apart
+        eps = torch.finfo(dtype).eps
+        x = 1.0 + eps * torch.randint(0, 5, (N, M), generator=gen, device=device).to(torch.float32)
+    elif dist == "near_max":
+        x = torch.finfo(dtype).max * torch.tanh(x).abs() * torch.sign(x)
+    elif dist == "ascending":  # every row sorted, so the top k sit together at the end
+        x = x.sort(dim=-1).values
     elif dist != "randn":
         raise ValueError(f"unknown row distribution {dist!r}")
     return x.to(dtype)

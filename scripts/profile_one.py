@@ -1,4 +1,6 @@
-"""Run one rtopk call per shape (for ncu): python scripts/profile_one.py M k [max_iter]."""
+"""Run one rtopk call per shape (for ncu): python scripts/profile_one.py M k [max_iter] [sorted].
+
+max_iter: an integer, or "-" for exact mode; "sorted" asks for rank-ordered output (rtopk.topk)."""
 import sys
 
 import torch
@@ -6,8 +8,9 @@ import torch
 import rtopk
 
 M, k = int(sys.argv[1]), int(sys.argv[2])
-max_iter = int(sys.argv[3]) if len(sys.argv) > 3 else None
+max_iter = int(sys.argv[3]) if len(sys.argv) > 3 and sys.argv[3] != "-" else None
+want_sorted = len(sys.argv) > 4 and sys.argv[4] == "sorted"
 x = torch.randn(2**18, M, device="cuda")
 for _ in range(2):
-    rtopk.rtopk(x, k, max_iter=max_iter)
+    rtopk.topk(x, k, sorted=want_sorted, max_iter=max_iter)
 torch.cuda.synchronize()

@@ -56,6 +56,9 @@ def make_rows(kind, shape, dtype, device, gen):
         x = x if kind == "ascending" else -x
     elif kind == "heavy_tail":
         x = torch.randn(n, generator=gen, dtype=torch.float64) ** 5
+    elif kind == "outliers":  # a few huge values of either sign: the rest crowd together
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        x = torch.where(u < 0.02, x * min(1e20, fi.max / 8), x)
     else:
         raise ValueError(kind)
     return x.to(dtype).reshape(shape).to(device)

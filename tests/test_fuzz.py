@@ -20,7 +20,7 @@ SEED = int(os.environ.get("RTOPK_FUZZ_SEED", "20261120"))
 CASES = int(os.environ.get("RTOPK_FUZZ_CASES", "20000" if HAS_CUDA else "2000"))
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 DISTS = ["randn", "uniform", "ties", "equal", "inf", "nan", "all_nan", "neg_inf_heavy", "signed_zeros", "near_max",
-         "denormal", "few_ulps", "ascending", "descending", "heavy_tail"]
+         "denormal", "few_ulps", "ascending", "descending", "heavy_tail", "outliers"]
 SPECIAL_M = [1, 2, 3, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1023, 1025, 2047, 2048,
              2049, 4095, 4097, 8191, 8192, 8193, 11264, 11265, 16385, 65537, 131071, 300000]
 PRIMES = [5, 7, 97, 101, 509, 1021, 2039, 4093, 7919, 10007]

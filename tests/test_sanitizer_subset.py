@@ -30,9 +30,10 @@ def same_as_cpu(x, k, **kw):
 def test_paths(dtype, shape):
     gen = torch.Generator().manual_seed(shape[1])
     M = shape[1]
-    for kind in ["randn", "nan"]:
+    # ties: the sorted output's bitonic fallback; randn: its counting sort (k = 16 and 100).
+    for kind in ["randn", "nan", "ties"]:
         x = make_rows(kind, shape, dtype, "cpu", gen)
-        for k in sorted({min(M, 16), min(M, 200)}):
+        for k in sorted({min(M, 16), min(M, 100), min(M, 200)}):
             for largest in (True, False):
                 for sorted_ in (True, False):
                     same_as_cpu(x, k, largest=largest, sorted=sorted_)

@@ -123,12 +123,18 @@ struct BlockRow {
   }
 
   __device__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
+    return range_where(lo, hi, [&](Key key) { return !finite_only || key_is_finite(key); });
+  }
+
+  // Min and max of the keys that use(key) accepts; false if there are none.
+  template <typename Use>
+  __device__ bool range_where(Key& lo, Key& hi, Use use) const {
     Key mn = KeyTraits<ComputeOf<Key>>::kMax, mx = 0;
     for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads) {
       const Key key = key_at(e);
-      const bool use = !finite_only || key_is_finite(key);
-      mn = (use && key < mn) ? key : mn;
-      mx = (use && key > mx) ? key : mx;
+      const bool in = use(key);
+      mn = (in && key < mn) ? key : mn;
+      mx = (in && key > mx) ? key : mx;
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
@@ -181,8 +187,11 @@ __device__ __forceinline__ void block_scan2(int64_t* s_a, int64_t* s_b, int64_t 
 }
 
 // Exact mode for a row cached in shared memory: midpoint bisection in value space until at most
-// 32 elements remain in the bracket, then one warp ranks those candidates.  Returns false (use
-// make_plan) for rows with NaN/inf or a bracket that does not narrow.
+// 32 elements remain in the bracket, then one warp ranks those candidates.  NaN and +-inf stay
+// outside the bracket (counted above or below it); a pass that finds half of the bracket empty
+// snaps the bracket to its elements' key range, so rows of few distinct values end in a tie.
+// Returns false (use make_plan) when the k-th element is not finite or the bracket does not
+// narrow.
 template <typename scalar_t>
 __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
                                       Plan<KeyFor<scalar_t>>& plan, int* s_n,
@@ -194,14 +203,23 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
   const int n = static_cast<int>(row.n);
   Key kmin, kmax;
   row.key_range(kmin, kmax, false);
-  if (!key_is_finite(kmin) || !key_is_finite(kmax)) return false;
   if (kmin == kmax) {
     plan = Plan<Key>{kmax, kmax, k};
     return true;
   }
-  Compute lo = from_key<Compute>(kmin), hi = from_key<Compute>(kmax);
+  // [lo, hi) holds c_lo - c_hi elements ([lo, hi] while hi is the row's maximum, not moved).
   int64_t c_lo = n, c_hi = 0;
   bool hi_moved = false;
+  Compute lo = from_key<Compute>(kmin), hi = from_key<Compute>(kmax);
+  if (!key_is_finite(kmin) || !key_is_finite(kmax)) {
+    if (!row.key_range(kmin, kmax, true)) return false;  // nothing finite
+    c_hi = row.count_ge(Key(kmax + 1));  // +inf, and NaN when it ranks high
+    c_lo = row.count_ge(kmin);
+    if (!(c_hi < k && k <= c_lo)) return false;  // the k-th element is not finite
+    lo = from_key<Compute>(kmin);
+    hi = from_key<Compute>(Key(kmax + 1));  // open above the finite maximum
+    hi_moved = true;
+  }
   for (int pass = 0; pass < 40 && c_lo - c_hi > 32; ++pass) {
     const Compute t = T::midpoint(lo, hi);
     if (!(lo < t && t < hi)) break;
@@ -211,6 +229,7 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
       plan = Plan<Key>{Key(kt - 1), kt, 0};
       return true;
     }
+    const bool empty_half = c < k ? (hi_moved && c == c_hi) : c == c_lo;
     if (c < k) {
       hi = t;
       c_hi = c;
@@ -218,6 +237,16 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
     } else {
       lo = t;
       c_lo = c;
+    }
+    if (empty_half) {
+      const Key klo = to_key<Compute>(lo), khi = to_key<Compute>(hi);
+      Key bmin, bmax;
+      row.range_where(bmin, bmax, [&](Key key) { return key >= klo && (!hi_moved || key < khi); });
+      if (bmin == bmax) {  // one value left in the bracket: a tie, first ones by index
+        plan = Plan<Key>{bmin, bmin, k - c_hi};
+        return true;
+      }
+      lo = from_key<Compute>(bmin);  // nothing lies in [lo, bmin): the count at lo is unchanged
     }
   }
   if (c_lo - c_hi > 32) return false;

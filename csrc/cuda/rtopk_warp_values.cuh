@@ -14,6 +14,7 @@
 // bitonic sort when rank order is asked for.  The k smallest are found as the k largest of -x.
 #pragma once
 
+#include <cfloat>
 #include <climits>
 
 #include "rtopk_kernels_common.cuh"
@@ -130,9 +131,9 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 #endif
 }
 
-// Row min and max; false if the row holds NaN or +-inf (those rows take the general path).
+// Row min and max.  Returns 0 for a finite row, 1 for a row with +-inf but no NaN, 2 with NaN.
 template <int VPT, bool L>
-__device__ __forceinline__ bool finite_min_max(const ValueRow<VPT, L>& row, float& lo, float& hi) {
+__device__ __forceinline__ int finite_min_max(const ValueRow<VPT, L>& row, float& lo, float& hi) {
   float mn = row.v[0], mx = row.v[0];
 #pragma unroll
   for (int j = 1; j < VPT; ++j) {
@@ -140,10 +141,32 @@ __device__ __forceinline__ bool finite_min_max(const ValueRow<VPT, L>& row, floa
     mx = max_nan(mx, row.v[j]);
   }
   const bool fin = fabsf(mn) <= 3.402823466e38f && fabsf(mx) <= 3.402823466e38f;
-  if (!__all_sync(kFullMask, fin)) return false;
+  if (!__all_sync(kFullMask, fin)) return __any_sync(kFullMask, mn != mn || mx != mx) ? 2 : 1;
   lo = unordered(warp_min(ordered(mn)));
   hi = unordered(warp_max(ordered(mx)));
-  return true;
+  return 0;
+}
+
+// A row with +-inf and no NaN: its finite range and the number of +inf / -inf elements.
+template <int VPT, bool L>
+__device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L>& row, float& lo, float& hi,
+                                                   int& n_pinf, int& n_ninf) {
+  const float kInf = __int_as_float(0x7f800000);
+  float mn = kInf, mx = -kInf;
+  unsigned pinf = 0, ninf = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float x = row.v[j];
+    const bool fin = row.valid(j) & (fabsf(x) < kInf);
+    mn = fin ? fminf(mn, x) : mn;
+    mx = fin ? fmaxf(mx, x) : mx;
+    pinf += row.valid(j) & (x == kInf);
+    ninf += row.valid(j) & (x == -kInf);
+  }
+  lo = unordered(warp_min(ordered(mn)));
+  hi = unordered(warp_max(ordered(mx)));
+  n_pinf = int(warp_sum(pinf));
+  n_ninf = int(warp_sum(ninf));
 }
 
 // A selection of the form "value > t, or value == t at index <= idx_t", capped at k elements in
@@ -198,14 +221,30 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k
   const int cols = row.cols;
 
   float lo, hi;
-  if (!finite_min_max(row, lo, hi)) return Cut{0.f, 0, false};
-  if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
-
-  // Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).  A pass
-  // that finds one half of the bracket empty snaps the bracket to its elements' own range, so
-  // rows of few distinct values (ties) finish in a few passes instead of exhausting the bisection.
+  // Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).
   int c_lo = cols, c_hi = 0;
   bool hi_moved = false;
+  const int kind = finite_min_max(row, lo, hi);
+  if (kind == 2) return Cut{0.f, 0, false};  // NaN: the general path
+  if (kind == 1) {
+    // +-inf: bisect the finite range, with the +inf elements counted above it; a k-th element
+    // that is itself infinite is a tie cut at +-inf.
+    const float kInf = __int_as_float(0x7f800000);
+    int n_pinf, n_ninf;
+    infinite_row_range(row, lo, hi, n_pinf, n_ninf);
+    if (k <= n_pinf) return first_ties_cut(row, kInf, k);
+    if (k > cols - n_ninf) return first_ties_cut(row, -kInf, k - (cols - n_ninf));
+    c_lo = cols - n_ninf;  // the elements >= lo (finite, at least one)
+    c_hi = n_pinf;
+    hi = nextafterf(hi, kInf);  // open above the finite maximum: +inf stays out of the bracket
+    hi_moved = true;
+  } else if (lo == hi) {
+    return Cut{lo, k - 1, true};  // one value: the first k in index order
+  }
+
+  // A pass that finds one half of the bracket empty snaps the bracket to its elements' own range,
+  // so rows of few distinct values (ties) finish in a few passes instead of exhausting the
+  // bisection.
   for (int pass = 0; pass < kFastPasses && c_lo - c_hi > 32; ++pass) {
     const float t = KeyTraits<float>::midpoint(lo, hi);
     if (!(lo < t && t < hi)) break;
@@ -291,7 +330,7 @@ template <int VPT, bool L>
 __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, int k,
                                                    int64_t max_iter) {
   float lo, hi;
-  if (!finite_min_max(row, lo, hi)) return Cut{0.f, 0, false};
+  if (finite_min_max(row, lo, hi) != 0) return Cut{0.f, 0, false};
   for (int64_t it = 0; it < max_iter; ++it) {
     const float t = KeyTraits<float>::midpoint(lo, hi);
     const int cnt = row.count_ge_finite(t);
@@ -321,15 +360,169 @@ __device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p) {
   return v != v ? *p : Elem<scalar_t>::from_compute(directed<kLargest>(v));
 }
 
+// Rank of each of the k <= 32 staged elements (one per lane; key descending, equal keys in index
+// order) from ballots alone: the keys' bits are compared from the highest bit in which the row's
+// keys differ downwards, each lane tracking the lanes that rank above it (`above`) and those that
+// agree with it so far (`same`), until no two lanes agree (or the bits run out: true ties).
+// No shared memory and no shuffles; about ten bits settle 32 random keys.
+__device__ __forceinline__ int ballot_rank(uint32_t key, bool valid) {
+  const int lane = threadIdx.x & 31;
+  unsigned same = __ballot_sync(kFullMask, valid);
+  const uint32_t lo = warp_min(valid ? key : 0xFFFFFFFFu);
+  const uint32_t hi = warp_max(valid ? key : 0u);
+  unsigned above = 0;
+  // Every key in [lo, hi] shares the bits above the highest one where lo and hi differ.
+  for (int b = lo == hi ? -1 : 31 - __clz(lo ^ hi); b >= 0; --b) {
+    const unsigned ones = __ballot_sync(kFullMask, valid && ((key >> b) & 1u));
+    const unsigned mine = ((key >> b) & 1u) ? kFullMask : 0u;
+    above |= same & ones & ~mine;  // agree so far, and have a 1 where I have a 0
+    same &= ~(ones ^ mine);
+    if ((b & 3) == 0 && !__any_sync(kFullMask, valid && __popc(same) > 1)) break;
+  }
+  return __popc(above) + __popc(same & ((1u << lane) - 1u));
+}
+
+// Counting buckets of the sorted-output path for 32 < k <= P staged outputs.
+constexpr int sort_buckets(int P) { return P <= 64 ? 4 * P : 2 * P; }
+constexpr int kSortBuckets = sort_buckets(kStageK);
+constexpr int kMaxBucketFill = 16;  // fuller buckets: the bitonic sort instead
+
+// Puts the 32 < k <= P staged elements (s_val: directed values, s_idx: indices, in index order)
+// in rank order in place, by a counting sort: a monotone bucket of each value (linear in value
+// over the row's range when it is finite, else a shifted key), bucket starts from one warp scan
+// of the counts, and inside a bucket each element counts the members that rank above it (key
+// greater, or equal at a lower index).
+// Returns false, with the staging untouched, when some bucket holds more than kMaxBucketFill.
+template <int P, bool kLargest>
+__device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx, int* s_cnt) {
+  constexpr int E = P / 32;
+  constexpr int B = sort_buckets(P);
+  constexpr int kPerLane = B / 32;
+  constexpr int kLogB = B == 256 ? 8 : 7;
+  static_assert(B == 1 << kLogB && kPerLane % 4 == 0 && B <= kSortBuckets, "bucket layout");
+  const int lane = threadIdx.x & 31;
+  float val[E];
+  int idx[E];
+  uint32_t key[E];
+  uint32_t lo = 0xFFFFFFFFu, hi = 0;
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    const int p = j * 32 + lane;  // lane-strided: conflict-free, and index order across j
+    val[j] = s_val[p < k ? p : 0];
+    idx[j] = s_idx[p < k ? p : 0];
+    key[j] = value_key(val[j], kLargest);
+    lo = p < k ? min(lo, key[j]) : lo;
+    hi = p < k ? max(hi, key[j]) : hi;
+  }
+  lo = warp_min(lo);
+  hi = warp_max(hi);
+  if (lo == hi) return true;  // one key: index order is rank order
+  // Bucket 0 holds the largest.  Finite range: (vmax - v) scaled to [0, B - 1], rounded through
+  // the fp32 mantissa (2^23 + x), which is monotone in v; otherwise keys shifted to fit B.
+  const float vmax = from_key<float>(hi);
+  const float scale = float(B - 1) / (vmax - from_key<float>(lo));
+  // (Denormal or overflowing ranges give an infinite or zero scale: keys then.)
+  const bool finite = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
+  const int shift = max(0, 32 - __clz(hi - lo) - kLogB);  // (hi - lo) >> shift < B
+  int bucket[E], arrival[E];
+  int* s_mine = s_cnt + lane * kPerLane;
+#pragma unroll
+  for (int i = 0; i < kPerLane; i += 4) *reinterpret_cast<int4*>(s_mine + i) = make_int4(0, 0, 0, 0);
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    const int lin = __float_as_int(fmaf(vmax - val[j], scale, 8388608.f)) - 0x4B000000;
+    bucket[j] = finite ? min(lin, B - 1) : int((hi - key[j]) >> shift);
+    if (j * 32 + lane < k) arrival[j] = atomicAdd(s_cnt + bucket[j], 1);
+  }
+  __syncwarp();
+  // Exclusive scan of the counts: lane l owns buckets l*kPerLane ... (l+1)*kPerLane - 1.
+  int cnt[kPerLane];
+  int total = 0, fill = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; i += 4) {
+    const int4 c4 = *reinterpret_cast<const int4*>(s_mine + i);
+    cnt[i] = c4.x;
+    cnt[i + 1] = c4.y;
+    cnt[i + 2] = c4.z;
+    cnt[i + 3] = c4.w;
+  }
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    fill = max(fill, cnt[i]);
+    total += cnt[i];
+  }
+  fill = warp_max(fill);
+  if (fill > kMaxBucketFill) return false;
+  int start = total;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, start, o);
+    start += lane >= o ? t : 0;
+  }
+  start -= total;
+#pragma unroll
+  for (int i = 0; i < kPerLane; i += 4) {
+    int4 s4;
+    s4.x = start;
+    s4.y = s4.x + cnt[i];
+    s4.z = s4.y + cnt[i + 1];
+    s4.w = s4.z + cnt[i + 2];
+    *reinterpret_cast<int4*>(s_mine + i) = s4;
+    start = s4.w + cnt[i + 3];
+  }
+  __syncwarp();
+  // Members of each bucket side by side (key, index) in the staging buffers, which are free now.
+  uint32_t* s_key = reinterpret_cast<uint32_t*>(s_val);
+  int first[E], fill_of[E];
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    first[j] = s_cnt[bucket[j]];
+    fill_of[j] = (bucket[j] + 1 < B ? s_cnt[bucket[j] + 1] : k) - first[j];
+    if (j * 32 + lane < k) {
+      s_key[first[j] + arrival[j]] = key[j];
+      s_idx[first[j] + arrival[j]] = idx[j];
+    }
+  }
+  __syncwarp();
+  int pos[E];
+#pragma unroll
+  for (int j = 0; j < E; ++j) pos[j] = first[j];
+  if (fill > 1) {
+    // A warp-uniform trip count, so the loads of all E elements can be in flight together.
+#pragma unroll 2
+    for (int m = 0; m < fill; ++m) {
+#pragma unroll
+      for (int j = 0; j < E; ++j) {
+        if (m < fill_of[j]) {
+          const uint32_t km = s_key[first[j] + m];
+          pos[j] += (km > key[j]) | ((km == key[j]) & (s_idx[first[j] + m] < idx[j]));
+        }
+      }
+    }
+  }
+  __syncwarp();
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    if (j * 32 + lane < k) {
+      s_val[pos[j]] = val[j];
+      s_idx[pos[j]] = idx[j];
+    }
+  }
+  __syncwarp();
+  return true;
+}
+
 // Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) in
-// rank order in place: key descending, equal keys in index order.
+// rank order in place: key descending, equal keys in index order.  A bitonic network, for rows
+// whose keys crowd into a few counting buckets (ties, outliers).
 //   Distinct keys (the common case, P >= 32): sort the 32-bit keys alone, then move each staged
 //   element to its key's position, found by binary search in the sorted keys.
 //   Otherwise: sort 64-bit (key, ~index) composites, which orders ties by index; the values are
 //   rebuilt from the keys, and those whose keys drop bits (+-0, NaN) are marked NaN so that the
 //   flush re-reads them from the input.
 template <int P, bool kLargest>
-__device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx) {
+__device__ __forceinline__ void bitonic_sort_staged(int k, float* s_val, int* s_idx) {
   constexpr int E = WarpSort<P, uint32_t>::E;
   const int lane = threadIdx.x & 31;
   uint32_t mine[E];
@@ -400,6 +593,28 @@ __device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx) {
   __syncwarp();
 }
 
+template <int P, bool kLargest>
+__device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx, int* s_cnt) {
+  if (!bucket_sort_staged<P, kLargest>(k, s_val, s_idx, s_cnt))
+    bitonic_sort_staged<P, kLargest>(k, s_val, s_idx);
+}
+
+// k <= 32 staged outputs in rank order straight to global memory (a permutation of 32
+// consecutive slots: still coalesced).
+template <typename scalar_t, bool kLargest>
+__device__ __forceinline__ void flush_ranked(int k, const scalar_t* x, scalar_t* ov, int64_t* oi,
+                                             const float* s_val, const int* s_idx) {
+  const int lane = threadIdx.x & 31;
+  const bool valid = lane < k;
+  const float v = s_val[valid ? lane : 0];
+  const int i = s_idx[valid ? lane : 0];
+  const int r = ballot_rank(value_key(v, kLargest), valid);
+  if (valid) {
+    ov[r] = out_value<kLargest>(v, x + i);
+    oi[r] = i;
+  }
+}
+
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
 // staged in shared memory for flush_staged(); more are written straight out in index order.
@@ -438,18 +653,18 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
 template <typename scalar_t, bool kLargest>
 __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t* x, scalar_t* ov,
                                              int64_t* oi, float (&s_ov)[kStageSlots],
-                                             int (&s_oi)[kStageSlots]) {
+                                             int (&s_oi)[kStageSlots], int* s_cnt) {
   const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
-    if (k <= 16) {
-      sort_staged<16, kLargest>(k, s_ov, s_oi);
-    } else if (k <= 32) {
-      sort_staged<32, kLargest>(k, s_ov, s_oi);
+    if (k <= 32) {
+      flush_ranked<scalar_t, kLargest>(k, x, ov, oi, s_ov, s_oi);
+      __syncwarp();  // the staging buffers are rewritten by this warp's next row
+      return;
     } else if (k <= 64) {
-      sort_staged<64, kLargest>(k, s_ov, s_oi);
+      sort_staged<64, kLargest>(k, s_ov, s_oi, s_cnt);
     } else {
-      sort_staged<128, kLargest>(k, s_ov, s_oi);
+      sort_staged<128, kLargest>(k, s_ov, s_oi, s_cnt);
     }
   }
   for (int p = lane; p < k; p += 32) {
@@ -479,6 +694,7 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   __shared__ int s_idx[kWarps][kCandBuf];
   __shared__ float s_ov[kWarps][kStageSlots];
   __shared__ int s_oi[kWarps][kStageSlots];
+  __shared__ __align__(16) int s_cnt[kWarps][kSorted ? kSortBuckets : 2];  // counting-sort buckets
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int warp = threadIdx.x / 32;
@@ -528,7 +744,7 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
           x, ov, oi, s_ov[warp], s_oi[warp]);
     }
     if (k <= kStageK)
-      flush_staged<scalar_t, kLargest>(k, kSorted, x, ov, oi, s_ov[warp], s_oi[warp]);
+      flush_staged<scalar_t, kLargest>(k, kSorted, x, ov, oi, s_ov[warp], s_oi[warp], s_cnt[warp]);
   }
 }
 

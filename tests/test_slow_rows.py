@@ -1,0 +1,41 @@
+"""The slowest rows: exact mode on rows built to stress the search (ties, few distinct values, NaN,
++-inf, denormals, heavy tails, sorted rows) against randn rows of the same shape, on the GPU.
+
+Bound: no kind of row may take more than SLOW_ROW_BOUND times the randn rows' time.  Each input is
+checked against torch.topk before it is timed.  Skipped without CUDA."""
+
+import pytest
+import torch
+
+import rtopk
+from rtopk import bench
+from conftest import HAS_CUDA
+
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
+
+SLOW_ROW_BOUND = 2.0
+# (rows, row length, k): the warp-per-row kernel at three widths and the block-per-row kernel.
+SHAPES = [(2**16, 256, 64), (2**16, 768, 64), (2**15, 2048, 128), (2**13, 8192, 128)]
+
+
+@pytest.fixture(scope="module")
+def timer():
+    return bench.CudaTimer()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("N,M,k", SHAPES)
+def test_slowest_rows_within_bound_of_randn(timer, N, M, k, dtype):
+    gen = torch.Generator(device="cuda").manual_seed(20261121)
+    times = {}
+    for dist in ("randn",) + bench.ADVERSARIAL:
+        x = bench.make_input(dist, N, M, dtype, "cuda", gen)
+        assert bench.exact_matches_torch(x, k), f"wrong result on {dist} rows ({N}x{M}, k={k}, {dtype})"
+        # The median of three timings (each itself a median of many runs) keeps a stray outlier out.
+        times[dist] = sorted(timer(lambda: rtopk.rtopk(x, k)) for _ in range(3))[1]
+        del x
+    ratios = {d: t / times["randn"] for d, t in times.items() if d != "randn"}
+    report = ", ".join(f"{d} {r:.2f}x" for d, r in sorted(ratios.items(), key=lambda kv: -kv[1]))
+    print(f"\n{N}x{M} k={k} {dtype}: randn {times['randn']:.4f} ms; {report}")
+    slow = {d: r for d, r in ratios.items() if r > SLOW_ROW_BOUND}
+    assert not slow, f"rows slower than {SLOW_ROW_BOUND}x randn ({N}x{M}, k={k}, {dtype}): {report}"
