@@ -212,10 +212,23 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
   bool hi_moved = false;
   Compute lo = from_key<Compute>(kmin), hi = from_key<Compute>(kmax);
   if (!key_is_finite(kmin) || !key_is_finite(kmax)) {
-    if (!row.key_range(kmin, kmax, true)) return false;  // nothing finite
-    c_hi = row.count_ge(Key(kmax + 1));  // +inf, and NaN when it ranks high
-    c_lo = row.count_ge(kmin);
-    if (!(c_hi < k && k <= c_lo)) return false;  // the k-th element is not finite
+    // NaN or +-inf.  c_hi: elements ranked above every finite one (+inf, NaN when it ranks
+    // high); c_lo: those at or above the finite minimum.
+    const bool any_finite = row.key_range(kmin, kmax, true);
+    c_hi = row.count_ge(any_finite ? Key(kmax + 1) : T::kPosInf);
+    c_lo = any_finite ? row.count_ge(kmin) : c_hi;
+    if (k <= c_hi) {  // the k-th is NaN (ranked high) or +inf: a tie there
+      const int64_t c_nan = row.count_ge(T::kMax);
+      plan = k <= c_nan ? Plan<Key>{T::kMax, T::kMax, k}
+                        : Plan<Key>{T::kPosInf, T::kPosInf, k - c_nan};
+      return true;
+    }
+    if (k > c_lo) {  // the k-th is -inf or NaN (ranked low, key 1): a tie there
+      const int64_t c_up = row.count_ge(T::kNegInf);
+      plan = k <= c_up ? Plan<Key>{T::kNegInf, T::kNegInf, k - c_lo}
+                       : Plan<Key>{Key(1), Key(1), k - c_up};
+      return true;
+    }
     lo = from_key<Compute>(kmin);
     hi = from_key<Compute>(Key(kmax + 1));  // open above the finite maximum
     hi_moved = true;

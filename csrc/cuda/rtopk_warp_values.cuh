@@ -149,8 +149,8 @@ __device__ __forceinline__ int finite_min_max(const ValueRow<VPT, L>& row, float
 
 // A row with +-inf and no NaN: its finite range and the number of +inf / -inf elements.
 template <int VPT, bool L>
-__device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L>& row, float& lo, float& hi,
-                                                   int& n_pinf, int& n_ninf) {
+__device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L>& row, float& lo,
+                                                   float& hi, int& n_pinf, int& n_ninf) {
   const float kInf = __int_as_float(0x7f800000);
   float mn = kInf, mx = -kInf;
   unsigned pinf = 0, ninf = 0;
@@ -213,35 +213,15 @@ __device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L>& row, float
   return Cut{0.f, 0, false};  // not reached: the caller counted at least q such elements
 }
 
+// Exact cut from a bracket: [lo, hi) holds c_lo - c_hi elements, c_hi of them lie above it (hi
+// is closed, the row's maximum, while hi_moved is false), and c_hi < k <= c_lo.  Whole-row
+// bisection, then the candidates.
 template <int VPT, bool L>
-__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k,
-                                              float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf]) {
+__device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L>& row, int k, float lo, float hi,
+                                           int c_lo, int c_hi, bool hi_moved,
+                                           float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const int cols = row.cols;
-
-  float lo, hi;
-  // Whole-row bisection: [lo, hi) holds c_lo - c_hi elements (hi is open only once moved).
-  int c_lo = cols, c_hi = 0;
-  bool hi_moved = false;
-  const int kind = finite_min_max(row, lo, hi);
-  if (kind == 2) return Cut{0.f, 0, false};  // NaN: the general path
-  if (kind == 1) {
-    // +-inf: bisect the finite range, with the +inf elements counted above it; a k-th element
-    // that is itself infinite is a tie cut at +-inf.
-    const float kInf = __int_as_float(0x7f800000);
-    int n_pinf, n_ninf;
-    infinite_row_range(row, lo, hi, n_pinf, n_ninf);
-    if (k <= n_pinf) return first_ties_cut(row, kInf, k);
-    if (k > cols - n_ninf) return first_ties_cut(row, -kInf, k - (cols - n_ninf));
-    c_lo = cols - n_ninf;  // the elements >= lo (finite, at least one)
-    c_hi = n_pinf;
-    hi = nextafterf(hi, kInf);  // open above the finite maximum: +inf stays out of the bracket
-    hi_moved = true;
-  } else if (lo == hi) {
-    return Cut{lo, k - 1, true};  // one value: the first k in index order
-  }
-
   // A pass that finds one half of the bracket empty snaps the bracket to its elements' own range,
   // so rows of few distinct values (ties) finish in a few passes instead of exhausting the
   // bisection.
@@ -325,6 +305,29 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k
   return Cut{lo2, __shfl_sync(kFullMask, ci, src), true};
 }
 
+template <int VPT, bool L>
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k,
+                                              float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf]) {
+  float lo, hi;
+  const int kind = finite_min_max(row, lo, hi);
+  if (kind == 0) {
+    if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
+    // (Constant c_hi and hi_moved: the common case's bisection is specialised for them.)
+    return bracket_cut(row, k, lo, hi, row.cols, 0, false, s_val, s_idx);
+  }
+  if (kind == 2) return Cut{0.f, 0, false};  // NaN: the general path
+  // +-inf: bisect the finite range, the +inf elements counted above it; a k-th element that is
+  // itself infinite makes a tie cut at +-inf.
+  const float kInf = __int_as_float(0x7f800000);
+  int n_pinf, n_ninf;
+  infinite_row_range(row, lo, hi, n_pinf, n_ninf);
+  const int n_up = row.cols - n_ninf;  // elements >= the finite minimum
+  const bool top = k <= n_pinf;
+  if (top || k > n_up) return first_ties_cut(row, top ? kInf : -kInf, top ? k : k - n_up);
+  // hi just above the finite maximum, open: +inf stays out of the bracket.
+  return bracket_cut(row, k, lo, nextafterf(hi, kInf), n_up, n_pinf, true, s_val, s_idx);
+}
+
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
 template <int VPT, bool L>
 __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, int k,
@@ -360,34 +363,12 @@ __device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p) {
   return v != v ? *p : Elem<scalar_t>::from_compute(directed<kLargest>(v));
 }
 
-// Rank of each of the k <= 32 staged elements (one per lane; key descending, equal keys in index
-// order) from ballots alone: the keys' bits are compared from the highest bit in which the row's
-// keys differ downwards, each lane tracking the lanes that rank above it (`above`) and those that
-// agree with it so far (`same`), until no two lanes agree (or the bits run out: true ties).
-// No shared memory and no shuffles; about ten bits settle 32 random keys.
-__device__ __forceinline__ int ballot_rank(uint32_t key, bool valid) {
-  const int lane = threadIdx.x & 31;
-  unsigned same = __ballot_sync(kFullMask, valid);
-  const uint32_t lo = warp_min(valid ? key : 0xFFFFFFFFu);
-  const uint32_t hi = warp_max(valid ? key : 0u);
-  unsigned above = 0;
-  // Every key in [lo, hi] shares the bits above the highest one where lo and hi differ.
-  for (int b = lo == hi ? -1 : 31 - __clz(lo ^ hi); b >= 0; --b) {
-    const unsigned ones = __ballot_sync(kFullMask, valid && ((key >> b) & 1u));
-    const unsigned mine = ((key >> b) & 1u) ? kFullMask : 0u;
-    above |= same & ones & ~mine;  // agree so far, and have a 1 where I have a 0
-    same &= ~(ones ^ mine);
-    if ((b & 3) == 0 && !__any_sync(kFullMask, valid && __popc(same) > 1)) break;
-  }
-  return __popc(above) + __popc(same & ((1u << lane) - 1u));
-}
-
-// Counting buckets of the sorted-output path for 32 < k <= P staged outputs.
-constexpr int sort_buckets(int P) { return P <= 64 ? 4 * P : 2 * P; }
+// Counting buckets of the sorted-output path for k <= P staged outputs.
+constexpr int sort_buckets(int P) { return P <= 32 ? 128 : 256; }
 constexpr int kSortBuckets = sort_buckets(kStageK);
 constexpr int kMaxBucketFill = 16;  // fuller buckets: the bitonic sort instead
 
-// Puts the 32 < k <= P staged elements (s_val: directed values, s_idx: indices, in index order)
+// Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order)
 // in rank order in place, by a counting sort: a monotone bucket of each value (linear in value
 // over the row's range when it is finite, else a shifted key), bucket starts from one warp scan
 // of the counts, and inside a bucket each element counts the members that rank above it (key
@@ -395,7 +376,7 @@ constexpr int kMaxBucketFill = 16;  // fuller buckets: the bitonic sort instead
 // Returns false, with the staging untouched, when some bucket holds more than kMaxBucketFill.
 template <int P, bool kLargest>
 __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx, int* s_cnt) {
-  constexpr int E = P / 32;
+  constexpr int E = P >= 32 ? P / 32 : 1;
   constexpr int B = sort_buckets(P);
   constexpr int kPerLane = B / 32;
   constexpr int kLogB = B == 256 ? 8 : 7;
@@ -427,7 +408,8 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
   int bucket[E], arrival[E];
   int* s_mine = s_cnt + lane * kPerLane;
 #pragma unroll
-  for (int i = 0; i < kPerLane; i += 4) *reinterpret_cast<int4*>(s_mine + i) = make_int4(0, 0, 0, 0);
+  for (int i = 0; i < kPerLane; i += 4)
+    *reinterpret_cast<int4*>(s_mine + i) = make_int4(0, 0, 0, 0);
   __syncwarp();
 #pragma unroll
   for (int j = 0; j < E; ++j) {
@@ -599,22 +581,6 @@ __device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx, int
     bitonic_sort_staged<P, kLargest>(k, s_val, s_idx);
 }
 
-// k <= 32 staged outputs in rank order straight to global memory (a permutation of 32
-// consecutive slots: still coalesced).
-template <typename scalar_t, bool kLargest>
-__device__ __forceinline__ void flush_ranked(int k, const scalar_t* x, scalar_t* ov, int64_t* oi,
-                                             const float* s_val, const int* s_idx) {
-  const int lane = threadIdx.x & 31;
-  const bool valid = lane < k;
-  const float v = s_val[valid ? lane : 0];
-  const int i = s_idx[valid ? lane : 0];
-  const int r = ballot_rank(value_key(v, kLargest), valid);
-  if (valid) {
-    ov[r] = out_value<kLargest>(v, x + i);
-    oi[r] = i;
-  }
-}
-
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
 // staged in shared memory for flush_staged(); more are written straight out in index order.
@@ -657,10 +623,10 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t*
   const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
-    if (k <= 32) {
-      flush_ranked<scalar_t, kLargest>(k, x, ov, oi, s_ov, s_oi);
-      __syncwarp();  // the staging buffers are rewritten by this warp's next row
-      return;
+    if (k <= 16) {
+      sort_staged<16, kLargest>(k, s_ov, s_oi, s_cnt);
+    } else if (k <= 32) {
+      sort_staged<32, kLargest>(k, s_ov, s_oi, s_cnt);
     } else if (k <= 64) {
       sort_staged<64, kLargest>(k, s_ov, s_oi, s_cnt);
     } else {
