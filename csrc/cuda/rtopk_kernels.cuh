@@ -387,22 +387,15 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
     const bool sort = a.sorted && a.k > 1 && a.k <= kStageK;
     const int n = static_cast<int>(a.cols), k = static_cast<int>(a.k);
     const float eps = static_cast<float>(a.eps);
+    const auto launch = [&](auto kernel) {
+      kernel<<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
+    };
     if (a.largest) {
-      if (sort) {
-        warp_values_kernel<scalar_t, VPT, true, true>
-            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
-      } else {
-        warp_values_kernel<scalar_t, VPT, true, false>
-            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
-      }
+      sort ? launch(warp_values_kernel<scalar_t, VPT, true, true>)
+           : launch(warp_values_kernel<scalar_t, VPT, true, false>);
     } else {
-      if (sort) {
-        warp_values_kernel<scalar_t, VPT, false, true>
-            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
-      } else {
-        warp_values_kernel<scalar_t, VPT, false, false>
-            <<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
-      }
+      sort ? launch(warp_values_kernel<scalar_t, VPT, false, true>)
+           : launch(warp_values_kernel<scalar_t, VPT, false, false>);
     }
     return sort;  // (k = 1 is in rank order either way)
   } else {
