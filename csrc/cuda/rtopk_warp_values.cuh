@@ -16,6 +16,7 @@
 
 #include <cfloat>
 #include <climits>
+#include <cstring>
 
 #include "rtopk_kernels_common.cuh"
 
@@ -363,130 +364,182 @@ __device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p) {
   return v != v ? *p : Elem<scalar_t>::from_compute(directed<kLargest>(v));
 }
 
-// Counting buckets of the sorted-output path for k <= P staged outputs.
-constexpr int sort_buckets(int P) { return P <= 32 ? 128 : 256; }
-constexpr int kSortBuckets = sort_buckets(kStageK);
-constexpr int kMaxBucketFill = 16;  // fuller buckets: the bitonic sort instead
+// Counting sort of the sorted-output path: 8 one-byte buckets per staged slot (a count or a bucket
+// start never exceeds k <= 128), in a per-warp work area that first holds the counts, then the k
+// members as 64-bit (key, ~index) composites followed by kMaxBucketFill zeros.
+constexpr int sort_buckets(int P) { return 8 * P; }
+constexpr int kMaxBucketFill = 16;                   // fuller buckets: the bitonic sort instead
+constexpr int kSortWork = kStageK + kMaxBucketFill;  // 64-bit slots per warp
+static_assert(sort_buckets(kStageK) <= 8 * kSortWork, "the byte counts fit the work area");
 
-// Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order)
-// in rank order in place, by a counting sort: a monotone bucket of each value (linear in value
-// over the row's range when it is finite, else a shifted key), bucket starts from one warp scan
-// of the counts, and inside a bucket each element counts the members that rank above it (key
-// greater, or equal at a lower index).
+// N consecutive 32-bit words with the widest aligned shared-memory accesses.
+template <int N, typename T>
+__device__ __forceinline__ void load_words(const T* p, T (&v)[N]) {
+  static_assert(sizeof(T) == 4 && (N == 1 || N == 2 || N % 4 == 0), "word layout");
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 4) {
+      const uint4 q = reinterpret_cast<const uint4*>(p)[i / 4];
+      memcpy(&v[i], &q, sizeof(q));
+    }
+  } else if constexpr (N == 2) {
+    const uint2 q = *reinterpret_cast<const uint2*>(p);
+    memcpy(&v[0], &q, sizeof(q));
+  } else {
+    v[0] = p[0];
+  }
+}
+template <int N, typename T>
+__device__ __forceinline__ void store_words(T* p, const T (&v)[N]) {
+  static_assert(sizeof(T) == 4 && (N == 1 || N == 2 || N % 4 == 0), "word layout");
+  if constexpr (N % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < N; i += 4) {
+      uint4 q;
+      memcpy(&q, &v[i], sizeof(q));
+      reinterpret_cast<uint4*>(p)[i / 4] = q;
+    }
+  } else if constexpr (N == 2) {
+    uint2 q;
+    memcpy(&q, &v[0], sizeof(q));
+    *reinterpret_cast<uint2*>(p) = q;
+  } else {
+    p[0] = v[0];
+  }
+}
+
+// Puts the k <= P staged elements (s_val: directed values, s_idx: indices) in rank order in
+// place, by a counting sort: a monotone bucket of each value (linear in value over the staged
+// range when it is finite, else a shifted key), bucket starts from one warp scan of the counts,
+// and inside a bucket each element counts the members that rank above it (key greater, or equal
+// at a lower index).  The members are laid out bucket by bucket and later buckets rank lower, so
+// an element reads the `fill` slots from its bucket's start (the row's fullest bucket) and no
+// bounds: what lies past its bucket never ranks above it (zeros after the last member).
 // Returns false, with the staging untouched, when some bucket holds more than kMaxBucketFill.
 template <int P, bool kLargest>
-__device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx, int* s_cnt) {
+__device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx,
+                                                   uint64_t* s_work) {
   constexpr int E = P >= 32 ? P / 32 : 1;
   constexpr int B = sort_buckets(P);
-  constexpr int kPerLane = B / 32;
-  constexpr int kLogB = B == 256 ? 8 : 7;
-  static_assert(B == 1 << kLogB && kPerLane % 4 == 0 && B <= kSortBuckets, "bucket layout");
+  constexpr int kLogB = P == 16 ? 7 : P == 32 ? 8 : P == 64 ? 9 : 10;
+  constexpr int W = B / 128;  // count words (4 buckets each) per lane
+  static_assert(B == 1 << kLogB && E * 32 >= P, "bucket layout");
   const int lane = threadIdx.x & 31;
+  // Lane l takes staged slots l*E ... l*E + E - 1 (vector loads; ties are ordered by index below,
+  // not by position).
+  // (The indices are loaded after the scan, and the count words twice: fewer live registers.)
   float val[E];
-  int idx[E];
+  load_words<E>(s_val + lane * E, val);
   uint32_t key[E];
   uint32_t lo = 0xFFFFFFFFu, hi = 0;
 #pragma unroll
   for (int j = 0; j < E; ++j) {
-    const int p = j * 32 + lane;  // lane-strided: conflict-free, and index order across j
-    val[j] = s_val[p < k ? p : 0];
-    idx[j] = s_idx[p < k ? p : 0];
     key[j] = value_key(val[j], kLargest);
-    lo = p < k ? min(lo, key[j]) : lo;
-    hi = p < k ? max(hi, key[j]) : hi;
+    const bool real = lane * E + j < k;
+    lo = real ? min(lo, key[j]) : lo;
+    hi = real ? max(hi, key[j]) : hi;
   }
   lo = warp_min(lo);
   hi = warp_max(hi);
   if (lo == hi) return true;  // one key: index order is rank order
   // Bucket 0 holds the largest.  Finite range: (vmax - v) scaled to [0, B - 1], rounded through
-  // the fp32 mantissa (2^23 + x), which is monotone in v; otherwise keys shifted to fit B.
+  // the fp32 mantissa (2^23 + x), which is monotone in v; otherwise keys shifted to fit B.  Any
+  // positive finite scale keeps the map monotone, so an approximate division will do.
   const float vmax = from_key<float>(hi);
-  const float scale = float(B - 1) / (vmax - from_key<float>(lo));
+  const float scale = __fdividef(float(B - 1), vmax - from_key<float>(lo));
   // (Denormal or overflowing ranges give an infinite or zero scale: keys then.)
-  const bool finite = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
+  const bool linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
   const int shift = max(0, 32 - __clz(hi - lo) - kLogB);  // (hi - lo) >> shift < B
-  int bucket[E], arrival[E];
-  int* s_mine = s_cnt + lane * kPerLane;
+  uint32_t* s_words = reinterpret_cast<uint32_t*>(s_work);
+  {
+    uint32_t zero[W];
 #pragma unroll
-  for (int i = 0; i < kPerLane; i += 4)
-    *reinterpret_cast<int4*>(s_mine + i) = make_int4(0, 0, 0, 0);
+    for (int i = 0; i < W; ++i) zero[i] = 0;
+    store_words<W>(s_words + lane * W, zero);
+  }
   __syncwarp();
+  int bucket[E], slot[E];
+  uint32_t top = 0;
 #pragma unroll
   for (int j = 0; j < E; ++j) {
     const int lin = __float_as_int(fmaf(vmax - val[j], scale, 8388608.f)) - 0x4B000000;
-    bucket[j] = finite ? min(lin, B - 1) : int((hi - key[j]) >> shift);
-    if (j * 32 + lane < k) arrival[j] = atomicAdd(s_cnt + bucket[j], 1);
+    const uint32_t raw = linear ? uint32_t(lin) : (hi - key[j]) >> shift;
+    // (Slots past k hold stale data: clamped into range, never counted.)
+    bucket[j] = int(min(raw, uint32_t(B - 1)));
+    slot[j] = 0;
+    if (lane * E + j < k) {
+      const int sh = (bucket[j] & 3) * 8;
+      slot[j] = int((atomicAdd(s_words + (bucket[j] >> 2), 1u << sh) >> sh) & 0xFFu);
+      top = max(top, uint32_t(slot[j]));
+    }
   }
-  __syncwarp();
-  // Exclusive scan of the counts: lane l owns buckets l*kPerLane ... (l+1)*kPerLane - 1.
-  int cnt[kPerLane];
-  int total = 0, fill = 0;
-#pragma unroll
-  for (int i = 0; i < kPerLane; i += 4) {
-    const int4 c4 = *reinterpret_cast<const int4*>(s_mine + i);
-    cnt[i] = c4.x;
-    cnt[i + 1] = c4.y;
-    cnt[i + 2] = c4.z;
-    cnt[i + 3] = c4.w;
-  }
-#pragma unroll
-  for (int i = 0; i < kPerLane; ++i) {
-    fill = max(fill, cnt[i]);
-    total += cnt[i];
-  }
-  fill = warp_max(fill);
+  const int fill = int(warp_max(top)) + 1;  // the fullest bucket's count
   if (fill > kMaxBucketFill) return false;
-  int start = total;
+  __syncwarp();
+  // Bucket starts: an exclusive scan of the byte counts.  Within a word, w * 0x01010101 holds in
+  // each byte the sum of the bytes up to it (no carries: every sum is at most k <= 128).
+  uint32_t total = 0;
+  {
+    uint32_t w[W];
+    load_words<W>(s_words + lane * W, w);
+#pragma unroll
+    for (int i = 0; i < W; ++i) total = __dp4a(w[i], 0x01010101u, total);  // sum of the bytes
+  }
+  uint32_t base = total;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
-    const int t = __shfl_up_sync(kFullMask, start, o);
-    start += lane >= o ? t : 0;
+    const uint32_t t = __shfl_up_sync(kFullMask, base, o);
+    base += lane >= o ? t : 0u;
   }
-  start -= total;
+  base -= total;
+  {
+    uint32_t w[W];
+    load_words<W>(s_words + lane * W, w);
 #pragma unroll
-  for (int i = 0; i < kPerLane; i += 4) {
-    int4 s4;
-    s4.x = start;
-    s4.y = s4.x + cnt[i];
-    s4.z = s4.y + cnt[i + 1];
-    s4.w = s4.z + cnt[i + 2];
-    *reinterpret_cast<int4*>(s_mine + i) = s4;
-    start = s4.w + cnt[i + 3];
-  }
-  __syncwarp();
-  // Members of each bucket side by side (key, index) in the staging buffers, which are free now.
-  uint32_t* s_key = reinterpret_cast<uint32_t*>(s_val);
-  int first[E], fill_of[E];
-#pragma unroll
-  for (int j = 0; j < E; ++j) {
-    first[j] = s_cnt[bucket[j]];
-    fill_of[j] = (bucket[j] + 1 < B ? s_cnt[bucket[j] + 1] : k) - first[j];
-    if (j * 32 + lane < k) {
-      s_key[first[j] + arrival[j]] = key[j];
-      s_idx[first[j] + arrival[j]] = idx[j];
+    for (int i = 0; i < W; ++i) {
+      const uint32_t incl = w[i] * 0x01010101u;
+      w[i] = incl - w[i] + base * 0x01010101u;
+      base += incl >> 24;
     }
+    store_words<W>(s_words + lane * W, w);
   }
   __syncwarp();
   int pos[E];
 #pragma unroll
-  for (int j = 0; j < E; ++j) pos[j] = first[j];
+  for (int j = 0; j < E; ++j) pos[j] = reinterpret_cast<const uint8_t*>(s_work)[bucket[j]];
+  __syncwarp();  // the members overwrite the counts
+  int idx[E];
+  load_words<E>(s_idx + lane * E, idx);
+  uint64_t comp[E];
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    comp[j] = (uint64_t(key[j]) << 32) | uint32_t(~idx[j]);
+    if (lane * E + j < k) s_work[pos[j] + slot[j]] = comp[j];
+  }
+  if (lane < kMaxBucketFill) s_work[k + lane] = 0;  // below every composite (keys are >= 1)
+  __syncwarp();
   if (fill > 1) {
-    // A warp-uniform trip count, so the loads of all E elements can be in flight together.
-#pragma unroll 2
-    for (int m = 0; m < fill; ++m) {
+    const uint64_t* q[E];
+#pragma unroll
+    for (int j = 0; j < E; ++j) q[j] = s_work + pos[j];
+      // Two slots a step: the zeros after the members cover the overshoot.  Not unrolled: a fully
+      // unrolled loop crowds the instruction cache (measured: +62% -> +48% sorted cost at k=128).
+#pragma unroll 1
+    for (int m = 0; m < fill; m += 2) {
 #pragma unroll
       for (int j = 0; j < E; ++j) {
-        if (m < fill_of[j]) {
-          const uint32_t km = s_key[first[j] + m];
-          pos[j] += (km > key[j]) | ((km == key[j]) & (s_idx[first[j] + m] < idx[j]));
-        }
+        pos[j] += int(q[j][0] > comp[j]) + int(q[j][1] > comp[j]);
+        q[j] += 2;
       }
     }
   }
+  // The staged elements again (still in place; reloaded rather than kept live in registers).
+  load_words<E>(s_val + lane * E, val);
+  load_words<E>(s_idx + lane * E, idx);
   __syncwarp();
 #pragma unroll
   for (int j = 0; j < E; ++j) {
-    if (j * 32 + lane < k) {
+    if (lane * E + j < k) {
       s_val[pos[j]] = val[j];
       s_idx[pos[j]] = idx[j];
     }
@@ -575,12 +628,6 @@ __device__ __forceinline__ void bitonic_sort_staged(int k, float* s_val, int* s_
   __syncwarp();
 }
 
-template <int P, bool kLargest>
-__device__ __forceinline__ void sort_staged(int k, float* s_val, int* s_idx, int* s_cnt) {
-  if (!bucket_sort_staged<P, kLargest>(k, s_val, s_idx, s_cnt))
-    bitonic_sort_staged<P, kLargest>(k, s_val, s_idx);
-}
-
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
 // staged in shared memory for flush_staged(); more are written straight out in index order.
@@ -619,19 +666,17 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
 template <typename scalar_t, bool kLargest>
 __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t* x, scalar_t* ov,
                                              int64_t* oi, float (&s_ov)[kStageSlots],
-                                             int (&s_oi)[kStageSlots], int* s_cnt) {
+                                             int (&s_oi)[kStageSlots], uint64_t* s_work) {
   const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
-    if (k <= 16) {
-      sort_staged<16, kLargest>(k, s_ov, s_oi, s_cnt);
-    } else if (k <= 32) {
-      sort_staged<32, kLargest>(k, s_ov, s_oi, s_cnt);
-    } else if (k <= 64) {
-      sort_staged<64, kLargest>(k, s_ov, s_oi, s_cnt);
-    } else {
-      sort_staged<128, kLargest>(k, s_ov, s_oi, s_cnt);
-    }
+    const bool done = k <= 16   ? bucket_sort_staged<16, kLargest>(k, s_ov, s_oi, s_work)
+                      : k <= 32 ? bucket_sort_staged<32, kLargest>(k, s_ov, s_oi, s_work)
+                      : k <= 64 ? bucket_sort_staged<64, kLargest>(k, s_ov, s_oi, s_work)
+                                : bucket_sort_staged<128, kLargest>(k, s_ov, s_oi, s_work);
+    // Crowded buckets (ties, outliers): one copy of the network for every k keeps the code,
+    // which the instruction cache holds, small.
+    if (!done) bitonic_sort_staged<kStageK, kLargest>(k, s_ov, s_oi);
   }
   for (int p = lane; p < k; p += 32) {
     ov[p] = out_value<kLargest>(s_ov[p], x + s_oi[p]);
@@ -642,13 +687,14 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t*
 
 // Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
 // otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
-// The sorting kernels get one block fewer at small rows: the sort's 64-bit tie path needs the room.
-constexpr int value_kernel_min_blocks(int vpt, bool sorted) {
-  return vpt <= 8 ? (sorted ? 4 : 5) : vpt <= 16 ? 4 : vpt <= 24 ? 3 : 2;
+// The sorting kernels too (they keep few values live across the sort: measured faster at 5 blocks
+// than at 4 with 64 registers).
+constexpr int value_kernel_min_blocks(int vpt) {
+  return vpt <= 8 ? 5 : vpt <= 16 ? 4 : vpt <= 24 ? 3 : 2;
 }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
-__global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT, kSorted))
+__global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                        int64_t max_iter, float eps) {
@@ -658,9 +704,9 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   constexpr int kWarps = kWarpBlockThreads / 32;
   __shared__ float s_val[kWarps][kCandBuf];
   __shared__ int s_idx[kWarps][kCandBuf];
-  __shared__ float s_ov[kWarps][kStageSlots];
-  __shared__ int s_oi[kWarps][kStageSlots];
-  __shared__ __align__(16) int s_cnt[kWarps][kSorted ? kSortBuckets : 2];  // counting-sort buckets
+  __shared__ __align__(16) float s_ov[kWarps][kStageSlots];  // (16: the sort's vector loads)
+  __shared__ __align__(16) int s_oi[kWarps][kStageSlots];
+  __shared__ __align__(16) uint64_t s_sort[kWarps][kSorted ? kSortWork : 1];  // counting sort
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const int warp = threadIdx.x / 32;
@@ -710,7 +756,7 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
           x, ov, oi, s_ov[warp], s_oi[warp]);
     }
     if (k <= kStageK)
-      flush_staged<scalar_t, kLargest>(k, kSorted, x, ov, oi, s_ov[warp], s_oi[warp], s_cnt[warp]);
+      flush_staged<scalar_t, kLargest>(k, kSorted, x, ov, oi, s_ov[warp], s_oi[warp], s_sort[warp]);
   }
 }
 

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# ncu source counters of the value kernel for one shape: per CUDA source line, the warp
+# instructions executed and the stall samples (needs the -lineinfo build).
+# Usage: scripts/profile_source.sh M k [unsorted|sorted]; writes $OUT/src_M_k_mode.txt.
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+M=$1 K=$2 MODE=${3:-sorted}
+rep="$OUT/src_${M}_${K}_${MODE}"
+timeout 200 ncu --kernel-name regex:warp_values --launch-skip 1 --launch-count 1 \
+  --section SourceCounters --import-source yes -f -o "$rep" \
+  python3 scripts/profile_one.py "$M" "$K" - "$MODE" >/dev/null 2>&1
+ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass >"$rep.csv" 2>&1
+python3 - "$rep.csv" >"$rep.txt" <<'PY'
+import collections, csv, sys
+rows = list(csv.reader(open(sys.argv[1], errors="replace")))
+# With cuda,sass each SASS row carries its CUDA line number and text; sum the metrics by line.
+head = None
+ins, st, text, fname = collections.Counter(), collections.Counter(), {}, None
+for r in rows:
+    if len(r) == 2 and r[0] == "File Name":
+        fname = r[1].split("/")[-1]
+        continue
+    if head is None and any("Instructions Executed" in c for c in r):
+        head = r
+        print("columns:", r)
+        ci = [i for i, c in enumerate(r) if c.startswith("Instructions Executed")][0]
+        cs = [i for i, c in enumerate(r) if c.startswith("Warp Stall Sampling (All")]
+        cs = cs[0] if cs else None
+        continue
+    if head is None or len(r) < len(head):
+        continue
+    try:
+        n = float(r[ci].replace(",", "") or 0)
+        s = float(r[cs].replace(",", "") or 0) if cs is not None else 0.0
+    except ValueError:
+        continue
+    key = (fname, r[0])
+    ins[key] += n
+    st[key] += s
+    text.setdefault(key, r[1][:80])
+ti, ts = sum(ins.values()), sum(st.values())
+print(f"total instructions {ti:.0f}  stall samples {ts:.0f}")
+for key in sorted(ins, key=lambda x: (x[0] or "", int(x[1]) if x[1].isdigit() else 0)):
+    if ins[key] > 0.002 * ti or st[key] > 0.005 * ts:
+        print(f"{key[0]}:{key[1]:>5} {ins[key]:>12.0f} {st[key]:>8.0f}  {text[key]}")
+PY
+head -c 3000 "$rep.csv" >"$rep.head"; gzip -c "$rep.csv" >"$rep.csv.gz"; rm -f "$rep.csv" "$rep.ncu-rep"
+head -3 "$rep.txt"
