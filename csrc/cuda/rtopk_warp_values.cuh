@@ -175,7 +175,9 @@ __device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L>& row, 
 struct Cut {
   float t;
   int idx_t;
-  bool ok;  // false: use the general path
+  bool ok;                 // false: use the general path
+  bool top_known = false;  // top: the row's maximum, finite (the sorted output's bucket range)
+  float top = 0.f;
 };
 
 // Min and max of the elements in the bracket [lo, hi) ([lo, max] while hi has not moved).
@@ -314,7 +316,10 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k
   if (kind == 0) {
     if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
     // (Constant c_hi and hi_moved: the common case's bisection is specialised for them.)
-    return bracket_cut(row, k, lo, hi, row.cols, 0, false, s_val, s_idx);
+    Cut cut = bracket_cut(row, k, lo, hi, row.cols, 0, false, s_val, s_idx);
+    cut.top_known = true;
+    cut.top = hi;
+    return cut;
   }
   if (kind == 2) return Cut{0.f, 0, false};  // NaN: the general path
   // +-inf: bisect the finite range, the +inf elements counted above it; a k-th element that is
@@ -335,6 +340,7 @@ __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, 
                                                    int64_t max_iter) {
   float lo, hi;
   if (finite_min_max(row, lo, hi) != 0) return Cut{0.f, 0, false};
+  const float top = hi;
   for (int64_t it = 0; it < max_iter; ++it) {
     const float t = KeyTraits<float>::midpoint(lo, hi);
     const int cnt = row.count_ge_finite(t);
@@ -348,7 +354,7 @@ __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, 
       lo = t;
     }
   }
-  return Cut{lo, INT_MAX, true};
+  return Cut{lo, INT_MAX, true, true, top};
 }
 
 // Output value of a directed element: undo the negation; NaN is re-read for its payload.
@@ -368,6 +374,10 @@ __device__ __forceinline__ scalar_t out_value(float v, const scalar_t* p) {
 // start never exceeds k <= 128), in a per-warp work area that first holds the counts, then the k
 // members as 64-bit (key, ~index) composites followed by kMaxBucketFill zeros.
 constexpr int sort_buckets(int P) { return 8 * P; }
+// sqrt(B - 1), the range of u in the bucket map u^2.
+constexpr float sort_bucket_root(int B) {
+  return B == 128 ? 11.2694277f : B == 256 ? 15.9687194f : B == 512 ? 22.6053091f : 31.9843712f;
+}
 constexpr int kMaxBucketFill = 16;                   // fuller buckets: the bitonic sort instead
 constexpr int kSortWork = kStageK + kMaxBucketFill;  // 64-bit slots per warp
 static_assert(sort_buckets(kStageK) <= 8 * kSortWork, "the byte counts fit the work area");
@@ -418,7 +428,7 @@ __device__ __forceinline__ void store_words(T* p, const T (&v)[N]) {
 // Returns false, with the staging untouched, when some bucket holds more than kMaxBucketFill.
 template <int P, bool kLargest>
 __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx,
-                                                   uint64_t* s_work) {
+                                                   uint64_t* s_work, float lo_hint, float hi_hint) {
   constexpr int E = P >= 32 ? P / 32 : 1;
   constexpr int B = sort_buckets(P);
   constexpr int kLogB = P == 16 ? 7 : P == 32 ? 8 : P == 64 ? 9 : 10;
@@ -431,25 +441,35 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
   float val[E];
   load_words<E>(s_val + lane * E, val);
   uint32_t key[E];
-  uint32_t lo = 0xFFFFFFFFu, hi = 0;
 #pragma unroll
-  for (int j = 0; j < E; ++j) {
-    key[j] = value_key(val[j], kLargest);
-    const bool real = lane * E + j < k;
-    lo = real ? min(lo, key[j]) : lo;
-    hi = real ? max(hi, key[j]) : hi;
+  for (int j = 0; j < E; ++j) key[j] = value_key(val[j], kLargest);
+  // Bucket 0 holds the largest.  A finite range [vmin, vmax]: u = (vmax - v) * scale in
+  // [0, sqrt(B - 1)] and the bucket u^2, rounded through the fp32 mantissa (2^23 + x): monotone in
+  // v, and finer than a linear map just above the k-th value, where top-k values crowd.  Any
+  // positive finite scale keeps the map monotone, so an approximate division will do; denormal
+  // or overflowing ranges give an infinite or zero scale.  Otherwise: keys shifted to fit B.
+  // The caller's range (lo_hint < hi_hint: the cut and the row's maximum) saves a reduction.
+  constexpr float kRoot = sort_bucket_root(B);
+  float vmax = hi_hint, scale = __fdividef(kRoot, hi_hint - lo_hint);
+  bool linear = lo_hint < hi_hint && scale > 0.f && scale <= FLT_MAX;
+  uint32_t hi = 0;
+  int shift = 0;
+  if (!linear) {  // warp-uniform
+    uint32_t lo = 0xFFFFFFFFu;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      const bool real = lane * E + j < k;
+      lo = real ? min(lo, key[j]) : lo;
+      hi = real ? max(hi, key[j]) : hi;
+    }
+    lo = warp_min(lo);
+    hi = warp_max(hi);
+    if (lo == hi) return true;  // one key: index order is rank order
+    vmax = from_key<float>(hi);
+    scale = __fdividef(kRoot, vmax - from_key<float>(lo));
+    linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
+    shift = max(0, 32 - __clz(hi - lo) - kLogB);  // (hi - lo) >> shift < B
   }
-  lo = warp_min(lo);
-  hi = warp_max(hi);
-  if (lo == hi) return true;  // one key: index order is rank order
-  // Bucket 0 holds the largest.  Finite range: (vmax - v) scaled to [0, B - 1], rounded through
-  // the fp32 mantissa (2^23 + x), which is monotone in v; otherwise keys shifted to fit B.  Any
-  // positive finite scale keeps the map monotone, so an approximate division will do.
-  const float vmax = from_key<float>(hi);
-  const float scale = __fdividef(float(B - 1), vmax - from_key<float>(lo));
-  // (Denormal or overflowing ranges give an infinite or zero scale: keys then.)
-  const bool linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
-  const int shift = max(0, 32 - __clz(hi - lo) - kLogB);  // (hi - lo) >> shift < B
   uint32_t* s_words = reinterpret_cast<uint32_t*>(s_work);
   {
     uint32_t zero[W];
@@ -462,7 +482,8 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
   uint32_t top = 0;
 #pragma unroll
   for (int j = 0; j < E; ++j) {
-    const int lin = __float_as_int(fmaf(vmax - val[j], scale, 8388608.f)) - 0x4B000000;
+    const float u = (vmax - val[j]) * scale;
+    const int lin = __float_as_int(fmaf(u, u, 8388608.f)) - 0x4B000000;
     const uint32_t raw = linear ? uint32_t(lin) : (hi - key[j]) >> shift;
     // (Slots past k hold stale data: clamped into range, never counted.)
     bucket[j] = int(min(raw, uint32_t(B - 1)));
@@ -664,16 +685,18 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k
 // Writes the staged outputs of a row (k <= kStageK) with coalesced stores: in index order, or in
 // rank order when `sorted`.
 template <typename scalar_t, bool kLargest>
-__device__ __forceinline__ void flush_staged(int k, bool sorted, const scalar_t* x, scalar_t* ov,
-                                             int64_t* oi, float (&s_ov)[kStageSlots],
-                                             int (&s_oi)[kStageSlots], uint64_t* s_work) {
+__device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, float hi_hint,
+                                             const scalar_t* x, scalar_t* ov, int64_t* oi,
+                                             float (&s_ov)[kStageSlots], int (&s_oi)[kStageSlots],
+                                             uint64_t* s_work) {
   const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
-    const bool done = k <= 16   ? bucket_sort_staged<16, kLargest>(k, s_ov, s_oi, s_work)
-                      : k <= 32 ? bucket_sort_staged<32, kLargest>(k, s_ov, s_oi, s_work)
-                      : k <= 64 ? bucket_sort_staged<64, kLargest>(k, s_ov, s_oi, s_work)
-                                : bucket_sort_staged<128, kLargest>(k, s_ov, s_oi, s_work);
+    const bool done =
+        k <= 16   ? bucket_sort_staged<16, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
+        : k <= 32 ? bucket_sort_staged<32, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
+        : k <= 64 ? bucket_sort_staged<64, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
+                  : bucket_sort_staged<128, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint);
     // Crowded buckets (ties, outliers): one copy of the network for every k keeps the code,
     // which the instruction cache holds, small.
     if (!done) bitonic_sort_staged<kStageK, kLargest>(k, s_ov, s_oi);
@@ -756,7 +779,9 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
           x, ov, oi, s_ov[warp], s_oi[warp]);
     }
     if (k <= kStageK)
-      flush_staged<scalar_t, kLargest>(k, kSorted, x, ov, oi, s_ov[warp], s_oi[warp], s_sort[warp]);
+      // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.
+      flush_staged<scalar_t, kLargest>(k, kSorted, cut.t, cut.ok && cut.top_known ? cut.top : cut.t,
+                                       x, ov, oi, s_ov[warp], s_oi[warp], s_sort[warp]);
   }
 }
 
