@@ -10,8 +10,8 @@
 // Algorithm 2 (max_iter) on finite rows runs the same midpoints as make_plan() with a cheaper
 // count.  Rows with NaN or +-inf, rows where the bracket cannot be narrowed to 32 elements, and
 // the eps mode run the shared make_plan() on a value-backed Row instead.  Selected elements are
-// staged in shared memory and written with coalesced stores when k <= kStageK, after a warp
-// bitonic sort when rank order is asked for.  The k smallest are found as the k largest of -x.
+// staged in shared memory and written with coalesced stores when k <= kStageK, after an in-warp
+// counting sort when rank order is asked for.  The k smallest are found as the k largest of -x.
 #pragma once
 
 #include <cfloat>
