@@ -378,6 +378,7 @@ constexpr int sort_buckets(int P) { return 8 * P; }
 constexpr float sort_bucket_root(int B) {
   return B == 128 ? 11.2694277f : B == 256 ? 15.9687194f : B == 512 ? 22.6053091f : 31.9843712f;
 }
+static_assert(sort_buckets(16) == 128 && sort_buckets(kStageK) == 1024, "sort_bucket_root's table");
 constexpr int kMaxBucketFill = 16;                   // fuller buckets: the bitonic sort instead
 constexpr int kSortWork = kStageK + kMaxBucketFill;  // 64-bit slots per warp
 static_assert(sort_buckets(kStageK) <= 8 * kSortWork, "the byte counts fit the work area");
@@ -419,13 +420,14 @@ __device__ __forceinline__ void store_words(T* p, const T (&v)[N]) {
 }
 
 // Puts the k <= P staged elements (s_val: directed values, s_idx: indices) in rank order in
-// place, by a counting sort: a monotone bucket of each value (linear in value over the staged
-// range when it is finite, else a shifted key), bucket starts from one warp scan of the counts,
-// and inside a bucket each element counts the members that rank above it (key greater, or equal
-// at a lower index).  The members are laid out bucket by bucket and later buckets rank lower, so
-// an element reads the `fill` slots from its bucket's start (the row's fullest bucket) and no
-// bounds: what lies past its bucket never ranks above it (zeros after the last member).
-// Returns false, with the staging untouched, when some bucket holds more than kMaxBucketFill.
+// place, by a counting sort: a monotone bucket of each value (the square of its scaled distance
+// from the maximum when the range is finite, else a shifted key), bucket starts from one warp scan
+// of the counts, and inside a bucket each element counts the members that rank above it (key
+// greater, or equal at a lower index).  The members are laid out bucket by bucket and later buckets
+// rank lower, so an element reads the `fill` slots from its bucket's start (the row's fullest
+// bucket) and no bounds: what lies past its bucket never ranks above it (zeros after the last
+// member). Returns false, with the staging untouched, when some bucket holds more than
+// kMaxBucketFill.
 template <int P, bool kLargest>
 __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx,
                                                    uint64_t* s_work, float lo_hint, float hi_hint) {
