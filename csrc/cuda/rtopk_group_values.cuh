@@ -1,0 +1,546 @@
+// Group-per-row kernel for 16/32-bit rows too long for one warp's registers (2048 < M <= 16384):
+// a block of G warps holds one row in registers as fp32 values, warp w owning the contiguous
+// segment [w*S, (w+1)*S) with S = 32*VPT (slot j of lane l is element w*S + j*32 + l, so loads are
+// coalesced and index order is warp, then slot, then lane).  Every count is the warp kernel's
+// count followed by one exchange of per-warp partials through shared memory (one barrier; the
+// partials are double-buffered so that the next exchange cannot overwrite a slot still being
+// read).  Exact mode takes the same fast path as the warp kernel (rtopk_warp_values.cuh):
+// value-space midpoints until at most 32 elements remain in the bracket, then one warp ranks the
+// candidates.  NaN and +-inf are counted above or below the finite bracket, so they stay on the
+// fast path too; a k-th element that is NaN becomes a Plan.  Algorithm 2 on finite rows runs the
+// warp kernel's cheap midpoints; everything else (eps, rows that do not narrow) runs the shared
+// make_plan() on a group-wide Row.  Results are bit-identical to the CPU's (same counts, same
+// arithmetic).  Outputs come out in index order: up to kGroupStageK per warp are staged in shared
+// memory and written with coalesced stores at the warp's offset (one exchange of per-warp counts);
+// larger k counts each warp's share first and writes directly.
+#pragma once
+
+#include "rtopk_warp_values.cuh"
+
+namespace rtopk {
+namespace cuda_detail {
+
+constexpr int kGroupStageK = 128;
+
+constexpr int kGroupFastPasses = 24;  // whole-row bisection passes before falling back
+
+template <int G>
+struct GroupShared {
+  uint32_t part[2][5][G];  // per-warp partials, double-buffered
+  float cand_v[G][kCandBuf];
+  int cand_i[G][kCandBuf];
+  float cut_t;
+  int cut_idx;
+  __align__(16) float stage_v[G][kGroupStageK + 32];
+  __align__(16) int stage_i[G][kGroupStageK + 32];
+};
+
+// A value every lane of the warp holds, made visibly warp-uniform to the compiler (values read
+// from shared memory are not, and control flow on them would make every later warp-synchronous
+// instruction take its divergence-safe form).
+template <typename T>
+__device__ __forceinline__ T uniform(T v) {
+  return __shfl_sync(kFullMask, v, 0);
+}
+
+// The block's warps and their exchange area.  Every exchange is made by all threads of the block
+// with warp-uniform (indeed block-uniform) control flow.
+template <int G>
+struct Group {
+  GroupShared<G>* s;
+  int phase;
+  int warp;
+
+  // Publishes N warp-uniform words per warp and waits for every warp's.
+  template <int N = 1>
+  __device__ __forceinline__ void publish(const uint32_t (&v)[N]) {
+    static_assert(N >= 1 && N <= 5, "exchange slots");
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) s->part[phase][i][warp] = v[i];
+    }
+    __syncthreads();
+  }
+  __device__ __forceinline__ void publish(uint32_t a) { publish<1>({a}); }
+  __device__ __forceinline__ uint32_t sum(int slot) const {
+    uint32_t t = 0;
+#pragma unroll
+    for (int g = 0; g < G; ++g) t += s->part[phase][slot][g];
+    return uniform(t);
+  }
+  // Sum over the warps before this one.
+  __device__ __forceinline__ uint32_t before(int slot) const {
+    uint32_t t = 0;
+#pragma unroll
+    for (int g = 0; g < G; ++g) t += g < warp ? s->part[phase][slot][g] : 0u;
+    return uniform(t);
+  }
+  __device__ __forceinline__ int min_int(int slot) const {
+    int t = int(s->part[phase][slot][0]);
+#pragma unroll
+    for (int g = 1; g < G; ++g) t = min(t, int(s->part[phase][slot][g]));
+    return uniform(t);
+  }
+  __device__ __forceinline__ int max_int(int slot) const {
+    int t = int(s->part[phase][slot][0]);
+#pragma unroll
+    for (int g = 1; g < G; ++g) t = max(t, int(s->part[phase][slot][g]));
+    return uniform(t);
+  }
+  __device__ __forceinline__ uint32_t min_u(int slot) const {
+    uint32_t t = s->part[phase][slot][0];
+#pragma unroll
+    for (int g = 1; g < G; ++g) t = min(t, s->part[phase][slot][g]);
+    return uniform(t);
+  }
+  __device__ __forceinline__ uint32_t max_u(int slot) const {
+    uint32_t t = s->part[phase][slot][0];
+#pragma unroll
+    for (int g = 1; g < G; ++g) t = max(t, s->part[phase][slot][g]);
+    return uniform(t);
+  }
+  // Ends an exchange: the next one writes the other buffer.
+  __device__ __forceinline__ void done() { phase ^= 1; }
+
+  __device__ __forceinline__ int total(int v) {
+    publish(uint32_t(v));
+    const int t = int(sum(0));
+    done();
+    return t;
+  }
+};
+
+// A row spread over the group: this warp's segment as a ValueRow (cols = its real elements,
+// npad = the rest, copies of the row's element 0), plus the group exchange.  Implements the Row
+// interface of make_plan() with group-wide results.
+template <int VPT, int G, bool kLargest>
+struct GroupRow {
+  using T = KeyTraits<float>;
+  using Key = T::Key;
+  ValueRow<VPT, kLargest> w;
+  int base;  // index of this warp's first element
+  int cols;  // the whole row
+  Group<G> g;
+
+  __device__ __forceinline__ int64_t count_ge(Key t) { return g.total(int(w.count_ge(t))); }
+  __device__ __forceinline__ bool key_range(Key& lo, Key& hi, bool finite_only) {
+    Key mn, mx;
+    w.key_range(mn, mx, finite_only);  // (kMax, 0) for a warp without such elements
+    g.template publish<2>({mn, mx});
+    lo = g.min_u(0);
+    hi = g.max_u(1);
+    g.done();
+    return hi != 0;
+  }
+  // Finite rows: elements >= t.
+  __device__ __forceinline__ int count_finite(float t) { return g.total(w.count_ge_finite(t)); }
+  // Any row, t finite: elements >= t, NaN counted above every t when it ranks high.
+  __device__ __forceinline__ int count_any(float t) {
+    unsigned c = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) c += kLargest ? !(w.v[j] < t) : (w.v[j] >= t);
+    const bool pad_in = kLargest ? !(w.pad < t) : (w.pad >= t);
+    return g.total(int(warp_sum(c)) - (pad_in ? w.npad : 0));
+  }
+  template <bool kFinite>
+  __device__ __forceinline__ int count(float t) {
+    if constexpr (kFinite) {
+      return count_finite(t);
+    } else {
+      return count_any(t);
+    }
+  }
+
+  // Index of the q-th element (1-based, index order) with pred(v) among the real ones; the caller
+  // knows there are at least q.
+  template <typename Pred>
+  __device__ __forceinline__ int find_qth(Pred pred, int q) {
+    const int lane = threadIdx.x & 31;
+    unsigned c = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) c += w.valid(j) & pred(w.v[j]);
+    const int mine = int(warp_sum(c));
+    g.publish(uint32_t(mine));
+    const int seen0 = int(g.before(0));
+    g.done();
+    if (seen0 < q && q <= seen0 + mine) {  // warp-uniform: the warp holding the q-th
+      int seen = seen0;
+#pragma unroll
+      for (int j = 0; j < VPT; ++j) {
+        const unsigned m = __ballot_sync(kFullMask, w.valid(j) & pred(w.v[j]));
+        if (seen < q && seen + __popc(m) >= q) {
+          const bool last = (m >> lane & 1u) && seen + __popc(m & ((1u << lane) - 1u)) == q - 1;
+          if (last) g.s->cut_idx = base + j * 32 + lane;
+        }
+        seen += __popc(m);
+      }
+    }
+    __syncthreads();
+    const int idx = uniform(g.s->cut_idx);
+    __syncthreads();  // cut_idx is written again by the next broadcast
+    return idx;
+  }
+
+  // Min and max of the elements in [lo, hi) ([lo, hi] while hi has not moved).
+  __device__ __forceinline__ void bracket_range(float lo, float hi, bool hi_moved, float& cmin,
+                                                float& cmax) {
+    float mn, mx;
+    cuda_detail::bracket_range(w, lo, hi, hi_moved, mn, mx);
+    g.template publish<2>({uint32_t(ordered(mn)), uint32_t(ordered(mx))});
+    cmin = unordered(g.min_int(0));
+    cmax = unordered(g.max_int(1));
+    g.done();
+  }
+};
+
+// Min and max of a row; 0 if it is finite (no NaN, no +-inf), 1 otherwise.
+template <int VPT, int G, bool L>
+__device__ __forceinline__ int group_min_max(GroupRow<VPT, G, L>& row, float& lo, float& hi) {
+  float mn = row.w.v[0], mx = row.w.v[0];
+#pragma unroll
+  for (int j = 1; j < VPT; ++j) {
+    mn = min_nan(mn, row.w.v[j]);
+    mx = max_nan(mx, row.w.v[j]);
+  }
+  const bool fin = fabsf(mn) <= 3.402823466e38f && fabsf(mx) <= 3.402823466e38f;
+  const bool all_fin = __all_sync(kFullMask, fin);
+  // (For a row that is not finite the min/max exchanged here are not used.)
+  const int omn = all_fin ? warp_min(ordered(mn)) : 0;
+  const int omx = all_fin ? warp_max(ordered(mx)) : 0;
+  row.g.template publish<3>({uint32_t(omn), uint32_t(omx), all_fin ? 0u : 1u});
+  const bool finite = row.g.sum(2) == 0;
+  lo = unordered(row.g.min_int(0));
+  hi = unordered(row.g.max_int(1));
+  row.g.done();
+  return finite ? 0 : 1;
+}
+
+// Exact cut from a bracket, as bracket_cut() in rtopk_warp_values.cuh: [lo, hi) holds c_lo - c_hi
+// elements, c_hi lie above it (hi is the closed row maximum while hi_moved is false), and
+// c_hi < k <= c_lo.  Whole-row bisection, then one warp ranks the <= 32 candidates.
+template <bool kFinite, int VPT, int G, bool L>
+__device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k, float lo,
+                                                 float hi, int c_lo, int c_hi, bool hi_moved) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  for (int pass = 0; pass < kGroupFastPasses && c_lo - c_hi > 32; ++pass) {
+    const float t = KeyTraits<float>::midpoint(lo, hi);
+    if (!(lo < t && t < hi)) break;
+    const int cnt = row.template count<kFinite>(t);
+    if (cnt == k) return Cut{t, INT_MAX, true};
+    const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
+    if (cnt < k) {
+      hi = t;
+      c_hi = cnt;
+      hi_moved = true;
+    } else {
+      lo = t;
+      c_lo = cnt;
+    }
+    if (empty_half) {
+      float cmin, cmax;
+      row.bracket_range(lo, hi, hi_moved, cmin, cmax);
+      if (cmin == cmax) {
+        const int q = k - c_hi;
+        return Cut{cmin, row.find_qth([&](float v) { return v == cmin; }, q), true};
+      }
+      lo = cmin;  // nothing lies in [lo, cmin): the count at lo is unchanged
+    }
+  }
+  if (c_lo - c_hi > 32) {
+    float cmin, cmax;
+    row.bracket_range(lo, hi, hi_moved, cmin, cmax);
+    if (cmin == cmax) {
+      const int q = k - c_hi;
+      return Cut{cmin, row.find_qth([&](float v) { return v == cmin; }, q), true};
+    }
+    return Cut{0.f, 0, false};
+  }
+
+  // Each warp compacts its candidates lo <= v < hi (v <= hi while hi is the row max) in index
+  // order into its own list (at most 32: the whole row has that many).
+  GroupShared<G>* s = row.g.s;
+  const int warp = row.g.warp;
+  int n = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float x = row.w.v[j];
+    const bool cand = row.w.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
+    const unsigned m = __ballot_sync(kFullMask, cand);
+    if (m == 0u) continue;  // warp-uniform: most slots of a long row hold no candidate
+    // Lanes with nothing to store write their own spare slot (unconditional stores).
+    const int slot = cand ? n + __popc(m & lanes_below) : kCandSlots + lane;
+    s->cand_v[warp][slot] = x;
+    s->cand_i[warp][slot] = row.base + j * 32 + lane;
+    n += __popc(m);
+  }
+  row.g.publish(uint32_t(n));
+  if (warp == 0) {
+    // Lane i takes the i-th candidate of the row in index order.
+    int src_w = -1, src_s = 0, seen = 0;
+#pragma unroll
+    for (int gw = 0; gw < G; ++gw) {
+      const int c = int(s->part[row.g.phase][0][gw]);
+      if (src_w < 0 && lane < seen + c) {
+        src_w = gw;
+        src_s = lane - seen;
+      }
+      seen += c;
+    }
+    const bool has = src_w >= 0;
+    const float cv = has ? s->cand_v[src_w][src_s] : 0.f;
+    const int ci = has ? s->cand_i[src_w][src_s] : INT_MAX;
+    // The r-th largest candidate, r = k - (elements above the bracket).
+    const int r = k - c_hi;
+    float lo2 = unordered(warp_min(has ? ordered(cv) : INT_MAX));
+    float hi2 = unordered(warp_max(has ? ordered(cv) : INT_MIN));
+    int c_hi2 = __popc(__ballot_sync(kFullMask, has && !(cv < hi2)));
+    float t_out = 0.f;
+    int idx_out = INT_MAX;
+    bool found = false;
+    if (c_hi2 >= r) {
+      lo2 = hi2;  // the top r candidates all equal the largest
+      c_hi2 = 0;
+    } else {
+      for (;;) {
+        const float t = KeyTraits<float>::midpoint(lo2, hi2);
+        if (!(lo2 < t && t < hi2)) break;
+        const int cnt = __popc(__ballot_sync(kFullMask, has && !(cv < t)));
+        if (cnt == r) {
+          t_out = t;
+          found = true;
+          break;
+        }
+        if (cnt < r) {
+          hi2 = t;
+          c_hi2 = cnt;
+        } else {
+          lo2 = t;
+        }
+      }
+    }
+    if (!found) {
+      // Every candidate in [lo2, hi2) equals lo2: take the first r - c_hi2 of them by index.
+      const unsigned tie = __ballot_sync(kFullMask, has && cv == lo2);
+      const int q = r - c_hi2;  // >= 1
+      const bool last = (tie >> lane & 1u) && __popc(tie & lanes_below) == q - 1;
+      const int src = __ffs(__ballot_sync(kFullMask, last)) - 1;
+      t_out = lo2;
+      idx_out = __shfl_sync(kFullMask, ci, src);
+    }
+    if (lane == 0) {
+      s->cut_t = t_out;
+      s->cut_idx = idx_out;
+    }
+  }
+  row.g.done();
+  __syncthreads();
+  const Cut cut{uniform(s->cut_t), uniform(s->cut_idx), true};
+  __syncthreads();  // the broadcast slots are written again by the next row
+  return cut;
+}
+
+// Exact cut of a group row, or !ok with `plan` set (the k-th element is NaN) or unset (the general
+// path).  NaN ranks above +inf when largest, below -inf otherwise.
+template <int VPT, int G, bool L>
+__device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, bool& have_plan,
+                                               Plan<uint32_t>& plan) {
+  using T = KeyTraits<float>;
+  float lo, hi;
+  if (group_min_max(row, lo, hi) == 0) {
+    if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
+    Cut cut = group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
+    cut.top_known = true;
+    cut.top = hi;
+    return cut;
+  }
+  // NaN or +-inf: the finite range, and the elements above and below it.
+  const float kInf = __int_as_float(0x7f800000);
+  float mn = kInf, mx = -kInf;
+  unsigned nan = 0, pinf = 0, ninf = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float x = row.w.v[j];
+    const bool valid = row.w.valid(j);
+    const bool fin = valid & (fabsf(x) < kInf);
+    mn = fin ? fminf(mn, x) : mn;
+    mx = fin ? fmaxf(mx, x) : mx;
+    nan += valid & (x != x);
+    pinf += valid & (x == kInf);
+    ninf += valid & (x == -kInf);
+  }
+  row.g.template publish<5>({uint32_t(warp_min(ordered(mn))), uint32_t(warp_max(ordered(mx))),
+                             warp_sum(nan), warp_sum(pinf), warp_sum(ninf)});
+  const float flo = unordered(row.g.min_int(0)), fhi = unordered(row.g.max_int(1));
+  const int n_nan = int(row.g.sum(2)), n_pinf = int(row.g.sum(3)), n_ninf = int(row.g.sum(4));
+  row.g.done();
+  const int n_top = n_pinf + (L ? n_nan : 0);            // ranked above every finite element
+  const int n_up = row.cols - n_ninf - (L ? 0 : n_nan);  // at or above the finite minimum
+  if (k <= n_top) {
+    if (L && k <= n_nan) {  // the first k NaN
+      have_plan = true;
+      plan = Plan<uint32_t>{T::kMax, T::kMax, k};
+      return Cut{0.f, 0, false};
+    }
+    const int q = k - (L ? n_nan : 0);
+    return Cut{kInf, row.find_qth([&](float v) { return v == kInf; }, q), true};
+  }
+  if (k > n_up) {
+    const int q = k - n_up;
+    if (q <= n_ninf) return Cut{-kInf, row.find_qth([&](float v) { return v == -kInf; }, q), true};
+    have_plan = true;  // every non-NaN element and the first NaN (ranked lowest, key 1)
+    plan = Plan<uint32_t>{1u, 1u, q - n_ninf};
+    return Cut{0.f, 0, false};
+  }
+  // hi just above the finite maximum, open: the elements above the finite range stay out.
+  return group_bracket_cut<false>(row, k, flo, nextafterf(fhi, kInf), n_up, n_top, true);
+}
+
+// Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
+template <int VPT, int G, bool L>
+__device__ __forceinline__ Cut group_early_stop_cut(GroupRow<VPT, G, L>& row, int k,
+                                                    int64_t max_iter) {
+  float lo, hi;
+  if (group_min_max(row, lo, hi) != 0) return Cut{0.f, 0, false};
+  for (int64_t it = 0; it < max_iter; ++it) {
+    const float t = KeyTraits<float>::midpoint(lo, hi);
+    const int cnt = row.count_finite(t);
+    if (cnt == k) {
+      lo = t;
+      break;
+    }
+    if (cnt < k) {
+      hi = t;
+    } else {
+      lo = t;
+    }
+  }
+  return Cut{lo, INT_MAX, true};
+}
+
+// Writes, in index order, the first k elements of the row that take_of(j, e, v) accepts (a pure
+// function of the element).  k <= kGroupStageK: each warp stages its share in shared memory, then
+// writes it with coalesced stores at its offset; otherwise each warp counts its share first and
+// writes directly.
+template <typename scalar_t, int VPT, int G, bool L, typename TakeOf>
+__device__ __forceinline__ void group_emit(GroupRow<VPT, G, L>& row, int k, TakeOf take_of,
+                                           const scalar_t* x, scalar_t* ov, int64_t* oi) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  const bool stage = k <= kGroupStageK;
+  GroupShared<G>* s = row.g.s;
+  const int warp = row.g.warp;
+  float* s_v = s->stage_v[warp];
+  int* s_i = s->stage_i[warp];
+  int base = 0;
+  if (!stage) {
+    unsigned c = 0;
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) c += take_of(j, row.base + j * 32 + lane, row.w.v[j]);
+    row.g.publish(warp_sum(c));
+    base = int(row.g.before(0));
+    row.g.done();
+  }
+  int written = 0;  // this warp's accepted elements so far
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    if (written >= k || base + written >= k) break;  // warp-uniform
+    const int e = row.base + j * 32 + lane;
+    const float v = row.w.v[j];
+    const bool take = take_of(j, e, v);
+    const unsigned take_mask = __ballot_sync(kFullMask, take);
+    if (take_mask == 0u) continue;  // warp-uniform
+    const int pos = written + __popc(take_mask & lanes_below);
+    if (stage) {
+      const int slot = take && pos < k ? pos : kGroupStageK + lane;  // own spare slot
+      s_v[slot] = v;
+      s_i[slot] = e;
+    } else if (take && base + pos < k) {
+      ov[base + pos] = out_value<L>(v, x + e);
+      oi[base + pos] = e;
+    }
+    written += __popc(take_mask);
+  }
+  if (stage) {
+    const int n = min(written, k);
+    row.g.publish(uint32_t(n));
+    base = int(row.g.before(0));
+    row.g.done();
+    __syncwarp();
+    for (int i = lane; i < n && base + i < k; i += 32) {
+      const int e = s_i[i];
+      ov[base + i] = out_value<L>(s_v[i], x + e);
+      oi[base + i] = e;
+    }
+    __syncwarp();  // the staging area is rewritten by this warp's next row
+  }
+}
+
+// Blocks per SM: 16 warps, 128 registers (the 32 values per lane and the search spill below that).
+constexpr int group_min_blocks(int G) { return G <= 16 ? 16 / G : 1; }
+
+template <typename scalar_t, int G, int VPT, bool kLargest>
+__global__ void __launch_bounds__(G * 32, group_min_blocks(G))
+    group_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                        int64_t max_iter, float eps) {
+  using E = Elem<scalar_t>;
+  using Key = KeyTraits<float>::Key;
+  constexpr int S = VPT * 32;
+  __shared__ GroupShared<G> sh;
+  const int lane = threadIdx.x & 31;
+  Group<G> grp{&sh, 0, int(threadIdx.x / 32)};
+  const bool exact = max_iter < 0 && !(eps > 0.f);
+  const bool early_stop = max_iter > 0 && !(eps > 0.f);
+  GroupRow<VPT, G, kLargest> row;
+  row.base = grp.warp * S;
+  row.cols = cols;
+  row.g = grp;
+  row.w.cols = max(0, min(cols - row.base, S));
+  row.w.npad = S - row.w.cols;
+
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const scalar_t* x = in + r * cols;
+    row.w.pad = directed<kLargest>(E::to_compute(x[0]));
+#pragma unroll
+    for (int j = 0; j < VPT; ++j) {
+      const int e = row.base + j * 32 + lane;
+      row.w.v[j] = e < cols ? directed<kLargest>(E::to_compute(x[e])) : row.w.pad;
+    }
+    scalar_t* ov = out_values + r * k;
+    int64_t* oi = out_indices + r * k;
+
+    Cut cut{0.f, 0, false};
+    bool have_plan = false;
+    Plan<Key> plan{0u, 0u, 0};
+    if (exact) cut = group_exact_cut(row, k, have_plan, plan);
+    if (early_stop) cut = group_early_stop_cut(row, k, max_iter);
+    if (cut.ok) {
+      // NaN ranks above every t when largest (!(v <= t)), below it otherwise.
+      group_emit(
+          row, k,
+          [&](int j, int e, float v) {
+            const bool above = kLargest ? !(v <= cut.t) : (v > cut.t);
+            return row.w.valid(j) & (above | ((v == cut.t) & (e <= cut.idx_t)));
+          },
+          x, ov, oi);
+    } else {
+      if (!have_plan) plan = make_plan<float>(row, k, max_iter, eps);
+      // The plan's quota of ties, as the index of the last one taken.
+      const int idx_q =
+          plan.quota > 0 ? row.find_qth([&](float v) { return plan.fills(value_key(v, kLargest)); },
+                                        int(plan.quota))
+                         : -1;
+      group_emit(
+          row, k,
+          [&](int j, int e, float v) {
+            const Key key = value_key(v, kLargest);
+            return row.w.valid(j) & (plan.takes(key) | (plan.fills(key) & (e <= idx_q)));
+          },
+          x, ov, oi);
+    }
+  }
+}
+
+}  // namespace cuda_detail
+}  // namespace rtopk
