@@ -13,8 +13,8 @@ from conftest import HAS_CUDA, bits, make_rows
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
 # Row lengths per path: the value-backed warp kernel at several slot counts (1, 3, 8, 24, 64 per
-# lane), the fp64 key-backed warp kernel, the block kernel with the row cached in shared memory
-# (3000) and re-read from global memory (20000).
+# lane), the fp64 key-backed warp kernel, the group kernel (3000, 16/32-bit), the block kernel with
+# the row cached in shared memory (3000, fp64) and re-read from global memory (20000).
 SHAPES = [(5, 20), (9, 70), (7, 256), (6, 768), (3, 2048), (4, 3000), (2, 20000)]
 
 
