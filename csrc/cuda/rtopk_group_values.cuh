@@ -62,41 +62,28 @@ struct Group {
     __syncthreads();
   }
   __device__ __forceinline__ void publish(uint32_t a) { publish<1>({a}); }
-  __device__ __forceinline__ uint32_t sum(int slot) const {
-    uint32_t t = 0;
+  // op over every warp's word in `slot`.
+  template <typename T, typename Op>
+  __device__ __forceinline__ T fold(int slot, Op op) const {
+    T t = T(s->part[phase][slot][0]);
 #pragma unroll
-    for (int g = 0; g < G; ++g) t += s->part[phase][slot][g];
+    for (int g = 1; g < G; ++g) t = op(t, T(s->part[phase][slot][g]));
     return uniform(t);
+  }
+  __device__ __forceinline__ uint32_t sum(int slot) const { return fold<uint32_t>(slot, SumOp{}); }
+  __device__ __forceinline__ int min_int(int slot) const { return fold<int>(slot, MinOp{}); }
+  __device__ __forceinline__ int max_int(int slot) const { return fold<int>(slot, MaxOp{}); }
+  __device__ __forceinline__ uint32_t min_u(int slot) const {
+    return fold<uint32_t>(slot, MinOp{});
+  }
+  __device__ __forceinline__ uint32_t max_u(int slot) const {
+    return fold<uint32_t>(slot, MaxOp{});
   }
   // Sum over the warps before this one.
   __device__ __forceinline__ uint32_t before(int slot) const {
     uint32_t t = 0;
 #pragma unroll
     for (int g = 0; g < G; ++g) t += g < warp ? s->part[phase][slot][g] : 0u;
-    return uniform(t);
-  }
-  __device__ __forceinline__ int min_int(int slot) const {
-    int t = int(s->part[phase][slot][0]);
-#pragma unroll
-    for (int g = 1; g < G; ++g) t = min(t, int(s->part[phase][slot][g]));
-    return uniform(t);
-  }
-  __device__ __forceinline__ int max_int(int slot) const {
-    int t = int(s->part[phase][slot][0]);
-#pragma unroll
-    for (int g = 1; g < G; ++g) t = max(t, int(s->part[phase][slot][g]));
-    return uniform(t);
-  }
-  __device__ __forceinline__ uint32_t min_u(int slot) const {
-    uint32_t t = s->part[phase][slot][0];
-#pragma unroll
-    for (int g = 1; g < G; ++g) t = min(t, s->part[phase][slot][g]);
-    return uniform(t);
-  }
-  __device__ __forceinline__ uint32_t max_u(int slot) const {
-    uint32_t t = s->part[phase][slot][0];
-#pragma unroll
-    for (int g = 1; g < G; ++g) t = max(t, s->part[phase][slot][g]);
     return uniform(t);
   }
   // Ends an exchange: the next one writes the other buffer.
@@ -349,28 +336,18 @@ __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, 
   float lo, hi;
   if (group_min_max(row, lo, hi) == 0) {
     if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
-    Cut cut = group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
-    cut.top_known = true;
-    cut.top = hi;
-    return cut;
+    return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
   }
   // NaN or +-inf: the finite range, and the elements above and below it.
   const float kInf = __int_as_float(0x7f800000);
-  float mn = kInf, mx = -kInf;
-  unsigned nan = 0, pinf = 0, ninf = 0;
+  float wlo, whi;
+  int w_pinf, w_ninf;
+  infinite_row_range(row.w, wlo, whi, w_pinf, w_ninf);
+  unsigned nan = 0;
 #pragma unroll
-  for (int j = 0; j < VPT; ++j) {
-    const float x = row.w.v[j];
-    const bool valid = row.w.valid(j);
-    const bool fin = valid & (fabsf(x) < kInf);
-    mn = fin ? fminf(mn, x) : mn;
-    mx = fin ? fmaxf(mx, x) : mx;
-    nan += valid & (x != x);
-    pinf += valid & (x == kInf);
-    ninf += valid & (x == -kInf);
-  }
-  row.g.template publish<5>({uint32_t(warp_min(ordered(mn))), uint32_t(warp_max(ordered(mx))),
-                             warp_sum(nan), warp_sum(pinf), warp_sum(ninf)});
+  for (int j = 0; j < VPT; ++j) nan += row.w.valid(j) & (row.w.v[j] != row.w.v[j]);
+  row.g.template publish<5>({uint32_t(ordered(wlo)), uint32_t(ordered(whi)), warp_sum(nan),
+                             uint32_t(w_pinf), uint32_t(w_ninf)});
   const float flo = unordered(row.g.min_int(0)), fhi = unordered(row.g.max_int(1));
   const int n_nan = int(row.g.sum(2)), n_pinf = int(row.g.sum(3)), n_ninf = int(row.g.sum(4));
   row.g.done();
