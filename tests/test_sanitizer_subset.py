@@ -49,3 +49,14 @@ def test_other_entry_points():
     assert torch.equal(c[1], g[1].cpu())
     s = torch.tensor(1.5, device="cuda")
     assert int(rtopk.topk(s, 1).indices) == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_sort_rows_sizes(dtype):
+    """The separate rank-order kernel at each of its sizes (P = 256 .. 1024; 32 .. 128 via the rows above)."""
+    gen = torch.Generator().manual_seed(3)
+    for kind in ["randn", "nan"]:
+        x = make_rows(kind, (3, 1100), dtype, "cpu", gen)
+        for k in (129, 300, 600, 1024):
+            for largest in (True, False):
+                same_as_cpu(x, k, largest=largest)

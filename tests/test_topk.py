@@ -79,6 +79,30 @@ def test_topk_sorted_every_k(device, k):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_topk_sorted_long_rows_and_large_k(device, dtype):
+    """Rank order where the top-k kernels leave index order and a separate device sort ranks it (k of
+    129..1024 at any row length, rows above 2048 elements at any k), and past it (k > 1024, float64: the
+    host sort).  Exact mode against the reference; max_iter mode against its own unsorted output ranked."""
+    gen = torch.Generator().manual_seed(21 + DTYPES.index(dtype))
+    cases = [(300, 129), (600, 256), (700, 257), (1000, 512), (1500, 700), (1100, 1024), (1300, 1025),
+             (2100, 2), (2500, 33), (5000, 128), (4100, 300), (9000, 1000)]
+    for kind in ["randn", "ties", "nan", "signed_zeros", "inf", "few_ulps", "all_nan"]:
+        for M, k in cases:
+            x = make_rows(kind, (5, M), dtype, device, gen)
+            for largest in (True, False):
+                ctx = f"kind={kind} M={M} k={k} largest={largest} {dtype}"
+                got = rtopk.topk(x, k, largest=largest)
+                assert_same_as_torch(x, k, -1, largest, True, got, ctx)
+                if kind in ("randn", "ties", "nan"):
+                    vs, i_s = rtopk.topk(x, k, largest=largest, max_iter=2)
+                    vu, iu = rtopk.topk(x, k, largest=largest, sorted=False, max_iter=2)
+                    rv, rp = rtopk.topk_ref(vu, k, -1, largest, True)  # ties: position = index order
+                    assert torch.equal(bits(vs), bits(rv)), f"max_iter=2 {ctx}"
+                    assert torch.equal(i_s, iu.gather(-1, rp)), f"max_iter=2 {ctx}"
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_topk_strides(device):
     gen = torch.Generator().manual_seed(11)
     base = make_rows("randn", (12, 40, 30), torch.float32, device, gen)

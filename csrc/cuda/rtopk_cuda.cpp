@@ -19,6 +19,13 @@ void run(RowProblem& p, int num_sms, cudaStream_t stream) {
                              reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
                              p.indices.data_ptr<int64_t>(), args, stream);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (p.sorted && !p.sorted_done && p.k > 1) {
+    // Rank order for what the kernel left in index order, still on the device.
+    p.sorted_done = launch_sort_rows<native_t>(
+        reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()), p.indices.data_ptr<int64_t>(),
+        p.rows, p.k, p.largest, num_sms, stream);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
 }
 
 void solve_cuda(RowProblem& p) {

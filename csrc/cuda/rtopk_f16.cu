@@ -4,4 +4,6 @@
 namespace rtopk {
 template bool launch_rtopk<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
                                    cudaStream_t);
+template bool launch_sort_rows<__half>(__half*, int64_t*, int64_t, int64_t, bool, int,
+                                       cudaStream_t);
 }  // namespace rtopk

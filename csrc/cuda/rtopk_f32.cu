@@ -3,4 +3,5 @@
 
 namespace rtopk {
 template bool launch_rtopk<float>(const float*, float*, int64_t*, const RowLaunch&, cudaStream_t);
+template bool launch_sort_rows<float>(float*, int64_t*, int64_t, int64_t, bool, int, cudaStream_t);
 }  // namespace rtopk

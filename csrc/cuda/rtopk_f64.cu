@@ -4,4 +4,6 @@
 namespace rtopk {
 template bool launch_rtopk<double>(const double*, double*, int64_t*, const RowLaunch&,
                                    cudaStream_t);
+template bool launch_sort_rows<double>(double*, int64_t*, int64_t, int64_t, bool, int,
+                                       cudaStream_t);
 }  // namespace rtopk

@@ -23,6 +23,7 @@
 #include "rtopk_group_values.cuh"
 #include "rtopk_kernels_common.cuh"
 #include "rtopk_launch.h"
+#include "rtopk_sort_rows.cuh"
 #include "rtopk_warp_values.cuh"
 
 namespace rtopk {
@@ -67,7 +68,9 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
   const int lane = threadIdx.x & 31;
   const int64_t stride = int64_t(gridDim.x) * kWarps;
 
-  for (int64_t r = int64_t(blockIdx.x) * kWarps + threadIdx.x / 32; r < rows; r += stride) {
+  // (The warp index through a shuffle: a warp-uniform row loop, see warp_values_kernel.)
+  const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
+  for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
     WarpRow<Key, VPT> row;
 #pragma unroll

@@ -21,24 +21,32 @@ struct Elem;
 template <>
 struct Elem<float> {
   using Compute = float;
+  using Bits = uint32_t;                             // the raw representation
+  static constexpr uint64_t kInfBits = 0x7F800000u;  // |x| above it: NaN
   __device__ static float to_compute(float v) { return v; }
   __device__ static float from_compute(float v) { return v; }
 };
 template <>
 struct Elem<double> {
   using Compute = double;
+  using Bits = uint64_t;
+  static constexpr uint64_t kInfBits = 0x7FF0000000000000ull;
   __device__ static double to_compute(double v) { return v; }
   __device__ static double from_compute(double v) { return v; }
 };
 template <>
 struct Elem<__half> {
   using Compute = float;
+  using Bits = uint16_t;
+  static constexpr uint64_t kInfBits = 0x7C00u;
   __device__ static float to_compute(__half v) { return __half2float(v); }
   __device__ static __half from_compute(float v) { return __float2half_rn(v); }  // exact here
 };
 template <>
 struct Elem<__nv_bfloat16> {
   using Compute = float;
+  using Bits = uint16_t;
+  static constexpr uint64_t kInfBits = 0x7F80u;
   __device__ static float to_compute(__nv_bfloat16 v) { return __bfloat162float(v); }
   __device__ static __nv_bfloat16 from_compute(float v) { return __float2bfloat16_rn(v); }
 };
@@ -141,10 +149,12 @@ __device__ __forceinline__ void emit_plan(const Plan<Key>& plan, int cols, int k
   }
 }
 
-// Bitonic sort of P unsigned words (P = 16, 32, 64 or 128) into descending order, E = max(1, P/32)
-// per lane: element lane*E + j is c[j].  Steps between a lane's own elements are register
-// compare-exchanges; the others exchange with lane ^ (stride / E) by shuffle.  With P = 16 each
-// half-warp sorts its own 16.
+// Bitonic sort of P distinct unsigned integers (P = 16 .. 1024, a power of two; equal ones may only
+// be padding) into descending order, E = max(1, P/32) per lane: element lane*E + j is c[j].  Steps
+// between a lane's own elements are register compare-exchanges; the others exchange with
+// lane ^ (stride / E) by shuffle.  One compare per exchange: a pair swaps when (b > a) equals the
+// pair's direction (two ISETP and a select per word for 64-bit integers, not a max and a min).
+// With P = 16 each half-warp sorts its own 16.
 template <int P, typename T>
 struct WarpSort {
   static constexpr int E = P >= 32 ? P / 32 : 1;
@@ -153,27 +163,29 @@ struct WarpSort {
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int size = 2; size <= P; size <<= 1) {
+      // Blocks of `size` alternate direction (even ones descending); within a lane (size < E)
+      // that depends on j alone.
+      const bool lane_desc = size < E || (lane & (size / E)) == 0;
 #pragma unroll
       for (int stride = size / 2; stride > 0; stride >>= 1) {
         if (stride < E) {
 #pragma unroll
           for (int j = 0; j < E; ++j) {
             if (j & stride) continue;
-            // Pairs whose block (of `size`) is even-numbered sort descending, odd ones ascending.
-            const bool desc = ((lane * E + j) & size) == 0;
+            const bool desc = size < E ? (j & size) == 0 : lane_desc;
             const T a = c[j], b = c[j | stride];
-            c[j] = desc ? max(a, b) : min(a, b);
-            c[j | stride] = desc ? min(a, b) : max(a, b);
+            const bool swap = (b > a) == desc;
+            c[j] = swap ? b : a;
+            c[j | stride] = swap ? a : b;
           }
         } else {
           const int lx = stride / E;
-          // The lower element of a descending pair keeps the larger, and so on.  (size > E, so
-          // the pair's direction is the same for all of a lane's elements.)
-          const bool keep_max = (((lane * E) & size) == 0) == ((lane & lx) == 0);
+          // The lower lane of a descending pair keeps the larger element, and so on.
+          const bool keep_max = lane_desc == ((lane & lx) == 0);
 #pragma unroll
           for (int j = 0; j < E; ++j) {
             const T o = __shfl_xor_sync(kFullMask, c[j], lx);
-            c[j] = keep_max ? max(c[j], o) : min(c[j], o);
+            c[j] = (o > c[j]) == keep_max ? o : c[j];
           }
         }
       }

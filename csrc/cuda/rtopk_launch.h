@@ -27,4 +27,10 @@ template <typename scalar_t>
 bool launch_rtopk(const scalar_t* in, scalar_t* out_values, int64_t* out_indices,
                   const RowLaunch& a, cudaStream_t stream);
 
+// Puts rows x k outputs that are in index order into rank order, in place (one kernel on
+// `stream`).  Returns false, launching nothing, where it does not apply (float64, k > 1024).
+template <typename scalar_t>
+bool launch_sort_rows(scalar_t* values, int64_t* indices, int64_t rows, int64_t k, bool largest,
+                      int num_sms, cudaStream_t stream);
+
 }  // namespace rtopk

@@ -734,7 +734,14 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   __shared__ __align__(16) uint64_t s_sort[kWarps][kSorted ? kSortWork : 1];  // counting sort
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const int warp = threadIdx.x / 32;
+  // The warp index through a shuffle tells the compiler that the row loop is warp-uniform;
+  // otherwise every ballot, reduction and shuffle gets a divergence-safe copy (BRA.DIV), which
+  // doubles the code.  Measured (fp32 paper grid): max_iter=4 4-11% faster everywhere, sorted
+  // output 2-10 points cheaper, exact unsorted 0-4% faster at 8 values per lane but 2-6% slower
+  // at 16 and 24, which keep the plain index.
+  constexpr bool kUniformRows = kSorted || VPT <= 8;
+  const int warp =
+      kUniformRows ? __shfl_sync(kFullMask, int(threadIdx.x / 32), 0) : int(threadIdx.x / 32);
   const int64_t stride = int64_t(gridDim.x) * kWarps;
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
