@@ -13,12 +13,20 @@ namespace {
 
 template <typename scalar_t, typename native_t>
 void run(RowProblem& p, int num_sms, cudaStream_t stream) {
-  const RowLaunch args{p.rows, p.cols, p.k, p.max_iter, p.eps, p.largest, p.sorted, num_sms};
-  p.sorted_done =
-      launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
-                             reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
-                             p.indices.data_ptr<int64_t>(), args, stream);
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  if (p.k == p.cols) {
+    // Every element is selected (in every mode): the rows themselves in index order, at copy
+    // speed instead of a search that has nothing to decide.
+    p.values.copy_(p.input);
+    p.indices.copy_(at::arange(p.cols, p.indices.options()));
+    p.sorted_done = false;
+  } else {
+    const RowLaunch args{p.rows, p.cols, p.k, p.max_iter, p.eps, p.largest, p.sorted, num_sms};
+    p.sorted_done =
+        launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
+                               reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
+                               p.indices.data_ptr<int64_t>(), args, stream);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
   if (p.sorted && !p.sorted_done && p.k > 1) {
     // Rank order for what the kernel left in index order, still on the device.
     p.sorted_done = launch_sort_rows<native_t>(
