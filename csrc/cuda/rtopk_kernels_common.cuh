@@ -149,11 +149,11 @@ __device__ __forceinline__ void emit_plan(const Plan<Key>& plan, int cols, int k
   }
 }
 
-// Bitonic sort of P distinct unsigned integers (P = 16 .. 1024, a power of two; equal ones may only
-// be padding) into descending order, E = max(1, P/32) per lane: element lane*E + j is c[j].  Steps
-// between a lane's own elements are register compare-exchanges; the others exchange with
-// lane ^ (stride / E) by shuffle.  One compare per exchange: a pair swaps when (b > a) equals the
-// pair's direction (two ISETP and a select per word for 64-bit integers, not a max and a min).
+// Bitonic sort of P unsigned integers (P = 16 .. 1024, a power of two) into descending order,
+// E = max(1, P/32) per lane: element lane*E + j is c[j].  Steps between a lane's own elements are
+// register compare-exchanges; the others exchange with lane ^ (stride / E) by shuffle.  One compare
+// per exchange: a pair swaps when (b > a) equals the pair's direction (two ISETP and a select per
+// word for 64-bit integers, not a max and a min); equal integers may swap, which changes nothing.
 // With P = 16 each half-warp sorts its own 16.
 template <int P, typename T>
 struct WarpSort {
