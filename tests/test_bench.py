@@ -8,13 +8,15 @@ from rtopk import bench
 
 
 def test_bench_run_small_grid(tmp_path, capsys):
-    grid = [(64, 40, 5, "randn"), (64, 40, 5, "two_values"), (64, 40, 5, "inf_mixed"), (32, 300, 40, "heavy_tail")]
+    grid = [(64, 40, 5, "randn"), (64, 40, 5, "two_values"), (64, 40, 5, "inf_mixed"), (32, 300, 40, "heavy_tail"),
+            (16, 300, 150, "randn")]
     result = bench.run(grid, bench.DTYPES["float32"], "cpu")
     out = capsys.readouterr().out
     assert "| N | M | k | dist |" in out and "geometric means" in out
     assert len(result["rows"]) == len(grid)
     assert not any(r.get("wrong") or r.get("wrong_sorted") for r in result["rows"])
     assert "sorted output" in out and "sorted_cost_geomean" in result["summary"]
+    assert "k > 128" in out and result["summary"]["sorted_cost_large_k_max"] == result["rows"][-1]["sorted_cost"]
     assert "worst_adversarial_ratio" in result["summary"]
 
 
