@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build (with the ptxas resource report), run the tests, benchmark.
 # Logs go under $OUT (./out when unset).  Usage: scripts/gpu_check.sh [pytest args...]
-# Environment: BENCH_GRIDS="issue2 paper" (default issue2), BENCH_DTYPES="float32" (default).
+# Environment: BENCH_GRIDS="issue2 paper" (default issue2; set and empty: no benchmark), BENCH_DTYPES="float32"
+# (default).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -27,10 +28,12 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   timeout 420 python3 -m pytest tests -q -rfE "$@" >"$OUT/pytest.log" 2>&1
   echo "pytest rc=$? in $(($(date +%s) - start)) s"
 fi
-grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
-tail -1 "$OUT/pytest.log"
+if [ -f "$OUT/pytest.log" ]; then
+  grep -E "^(FAILED|ERROR)" "$OUT/pytest.log" | head -20
+  tail -1 "$OUT/pytest.log"
+fi
 for dt in ${BENCH_DTYPES:-float32}; do
-  for g in ${BENCH_GRIDS:-issue2}; do
+  for g in ${BENCH_GRIDS-issue2}; do
     plot=()
     [ "$g" = paper ] && plot=(--plot "$OUT/speedup_${g}_${dt}.png")
     timeout 300 python3 -m rtopk.bench --grid "$g" --dtype "$dt" --json "$OUT/bench_${g}_${dt}.json" \
