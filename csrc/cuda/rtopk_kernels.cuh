@@ -419,14 +419,7 @@ void launch_group_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
                        cudaStream_t stream) {
   const auto kernel = a.largest ? group_values_kernel<scalar_t, G, VPT, true>
                                 : group_values_kernel<scalar_t, G, VPT, false>;
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, G * 32, 0) != cudaSuccess ||
-      per_sm < 1) {
-    (void)cudaGetLastError();  // (a failed query leaves an error behind)
-    per_sm = 1;
-  }
-  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * per_sm;
-  const unsigned grid = static_cast<unsigned>(std::min(a.rows, cap));
+  const unsigned grid = resident_grid(kernel, G * 32, a.rows, a.num_sms);
   kernel<<<grid, G * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
                                       static_cast<int>(a.k), a.max_iter, static_cast<float>(a.eps));
 }

@@ -193,5 +193,19 @@ struct WarpSort {
   }
 };
 
+// Grid for a kernel whose blocks walk the rows: `wanted` blocks, capped at what stays resident on
+// the device at once (the occupancy query; 1 block per SM if the query fails).
+template <typename Kernel>
+unsigned resident_grid(Kernel kernel, int threads, int64_t wanted, int num_sms) {
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess ||
+      per_sm < 1) {
+    (void)cudaGetLastError();  // (a failed query leaves an error behind)
+    per_sm = 1;
+  }
+  const int64_t cap = int64_t(num_sms > 1 ? num_sms : 1) * per_sm;
+  return static_cast<unsigned>(wanted < cap ? wanted : cap);
+}
+
 }  // namespace cuda_detail
 }  // namespace rtopk

@@ -140,16 +140,7 @@ void launch_sort_rows_p(scalar_t* values, int64_t* indices, int64_t rows, int k,
                         int num_sms, cudaStream_t stream) {
   constexpr int kWarps = SortRowsShape<P>::kWarps;
   const auto kernel = sort_rows_kernel<scalar_t, P>;
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0) !=
-          cudaSuccess ||
-      per_sm < 1) {
-    (void)cudaGetLastError();  // (a failed query leaves an error behind)
-    per_sm = 1;
-  }
-  const int64_t wanted = (rows + kWarps - 1) / kWarps;
-  const int64_t cap = int64_t(std::max(num_sms, 1)) * per_sm;
-  const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
+  const unsigned grid = resident_grid(kernel, kWarps * 32, (rows + kWarps - 1) / kWarps, num_sms);
   kernel<<<grid, kWarps * 32, 0, stream>>>(values, indices, rows, k, largest);
 }
 

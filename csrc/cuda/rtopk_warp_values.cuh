@@ -713,10 +713,10 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, 
 // Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
 // otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
 // The sorting kernels too (they keep few values live across the sort: measured faster at 5 blocks
-// than at 4 with 64 registers).
-constexpr int value_kernel_min_blocks(int vpt) {
-  return vpt <= 8 ? 5 : vpt <= 16 ? 4 : vpt <= 24 ? 3 : 2;
-}
+// than at 4 with 64 registers).  Measured (notes v14): 6 blocks at <= 8 values per lane and 5 at
+// 16 are 2.5-4% slower (no spills at 8: the kernels are not short of warps); 4 at 24 (64
+// registers, with the warp-uniform row loop no spills) is 1% faster unsorted, 1-8% sorted.
+constexpr int value_kernel_min_blocks(int vpt) { return vpt <= 8 ? 5 : vpt <= 24 ? 4 : 2; }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
@@ -738,8 +738,8 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   // otherwise every ballot, reduction and shuffle gets a divergence-safe copy (BRA.DIV), which
   // doubles the code.  Measured (fp32 paper grid): max_iter=4 4-11% faster everywhere, sorted
   // output 2-10 points cheaper, exact unsorted 0-4% faster at 8 values per lane but 2-6% slower
-  // at 16 and 24, which keep the plain index.
-  constexpr bool kUniformRows = kSorted || VPT <= 8;
+  // at 16 (which keeps the plain index) and at 24 with 3 blocks (at 4 blocks, 1% faster).
+  constexpr bool kUniformRows = kSorted || VPT <= 8 || VPT == 24;
   const int warp =
       kUniformRows ? __shfl_sync(kFullMask, int(threadIdx.x / 32), 0) : int(threadIdx.x / 32);
   const int64_t stride = int64_t(gridDim.x) * kWarps;
