@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# ncu of the group kernel at one shape (default M=4096, k=8, exact, unsorted): speed of light, warp states,
-# scheduler, occupancy, and source counters (stalls per line).  Writes $OUT/group_M_k.txt.
+# ncu of one kernel at one shape (default: the group kernel, M=4096, k=8, exact, unsorted): speed of light,
+# warp states, scheduler, occupancy, and source counters (stalls per line).  Writes $OUT/group_M_k.txt.
 # Environment: KERNEL (name regex, default group_values; warp_values for the warp kernel), IT (max_iter,
 # default - = exact), MODE (unsorted or sorted); the file is then $OUT/KERNEL_M_k[_itN][_sorted].txt.
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ncu source counters of the value kernel for one shape: per CUDA source line, the warp
+# ncu source counters of the warp value kernel for one shape: per CUDA source line, the warp
 # instructions executed and the stall samples (needs the -lineinfo build).
 # Usage: scripts/profile_source.sh M k [unsorted|sorted] [max_iter]; writes $OUT/src_M_k_mode[_itN].txt
 # (exact mode without max_iter).
@@ -35,6 +35,8 @@ for r in rows:
         n = float(r[ci].replace(",", "") or 0)
         s = float(r[cs].replace(",", "") or 0) if cs is not None else 0.0
     except ValueError:
+        continue
+    if not r[0].strip():  # the unattributed row repeats the kernel's total
         continue
     key = (fname, r[0])
     ins[key] += n
