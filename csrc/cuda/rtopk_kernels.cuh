@@ -382,6 +382,7 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 template <typename scalar_t, int VPT>
 bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
+  static_assert(warp_slots_below(VPT) >= 0, "VPT must be one of kWarpSlotLevels");
   using Compute = typename Elem<scalar_t>::Compute;
   constexpr int kWarps = kWarpBlockThreads / 32;
   const int64_t wanted = (a.rows + kWarps - 1) / kWarps;
@@ -458,6 +459,7 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
       return launch_group<scalar_t>(in, ov, oi, a, stream);
   }
   // Slots per lane rise in steps of at most 50% so that padding wastes little (768 -> 24 slots).
+  // The order is kWarpSlotLevels' (the value kernels rely on it: warp_slots_below).
   RTOPK_WARP_CASE(1)
   RTOPK_WARP_CASE(2)
   RTOPK_WARP_CASE(3)

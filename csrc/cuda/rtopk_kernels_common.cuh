@@ -16,6 +16,20 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr int kWarpBlockThreads = 256;
 constexpr int kRowBlockThreads = 512;
 
+// Slots (elements per lane) of the warp-per-row kernels, in the order launch_rtopk tries them: a
+// row of n elements takes the first level with 32 * level >= n, so the previous level's slots are
+// all real elements.  Returns that previous level (0 for the first), or -1 for a value not in the
+// list.
+constexpr int kWarpSlotLevels[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
+constexpr int warp_slots_below(int vpt) {
+  int below = 0;
+  for (int level : kWarpSlotLevels) {
+    if (level == vpt) return below;
+    below = level;
+  }
+  return -1;
+}
+
 template <typename scalar_t>
 struct Elem;
 template <>

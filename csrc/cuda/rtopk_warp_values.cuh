@@ -37,7 +37,9 @@ __device__ __forceinline__ uint32_t value_key(float v, bool largest) {
 
 // Row interface over fp32 values for make_plan().  Padding slots hold a copy of element 0 (a real
 // value, so min/max need no masking); every count subtracts the padding copies it included.
-template <int VPT, bool kLargest>
+// Slots below kFullSlots hold real elements in every row (the warp kernel's launch guarantees it:
+// warp_slots_below), so their validity tests fold away; 0 where nothing is known (group rows).
+template <int VPT, bool kLargest, int kFullSlots = 0>
 struct ValueRow {
   using T = KeyTraits<float>;
   using Key = T::Key;
@@ -49,7 +51,7 @@ struct ValueRow {
   static constexpr bool largest = kLargest;
 
   __device__ __forceinline__ bool valid(int j) const {
-    return j * 32 + int(threadIdx.x & 31) < cols;
+    return j < kFullSlots || j * 32 + int(threadIdx.x & 31) < cols;
   }
 
   __device__ __forceinline__ int64_t count_ge(Key t) const {
@@ -133,8 +135,9 @@ __device__ __forceinline__ float max_nan(float a, float b) {
 }
 
 // Row min and max.  Returns 0 for a finite row, 1 for a row with +-inf but no NaN, 2 with NaN.
-template <int VPT, bool L>
-__device__ __forceinline__ int finite_min_max(const ValueRow<VPT, L>& row, float& lo, float& hi) {
+template <int VPT, bool L, int F>
+__device__ __forceinline__ int finite_min_max(const ValueRow<VPT, L, F>& row, float& lo,
+                                              float& hi) {
   float mn = row.v[0], mx = row.v[0];
 #pragma unroll
   for (int j = 1; j < VPT; ++j) {
@@ -149,8 +152,8 @@ __device__ __forceinline__ int finite_min_max(const ValueRow<VPT, L>& row, float
 }
 
 // A row with +-inf and no NaN: its finite range and the number of +inf / -inf elements.
-template <int VPT, bool L>
-__device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L>& row, float& lo,
+template <int VPT, bool L, int F>
+__device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L, F>& row, float& lo,
                                                    float& hi, int& n_pinf, int& n_ninf) {
   const float kInf = __int_as_float(0x7f800000);
   float mn = kInf, mx = -kInf;
@@ -181,8 +184,8 @@ struct Cut {
 };
 
 // Min and max of the elements in the bracket [lo, hi) ([lo, max] while hi has not moved).
-template <int VPT, bool L>
-__device__ __forceinline__ void bracket_range(const ValueRow<VPT, L>& row, float lo, float hi,
+template <int VPT, bool L, int F>
+__device__ __forceinline__ void bracket_range(const ValueRow<VPT, L, F>& row, float lo, float hi,
                                               bool hi_moved, float& cmin, float& cmax) {
   const float kInf = __int_as_float(0x7f800000);
   float mn = kInf, mx = -kInf;
@@ -198,8 +201,8 @@ __device__ __forceinline__ void bracket_range(const ValueRow<VPT, L>& row, float
 }
 
 // Every element above t is taken and q >= 1 of those equal to t, the first ones by index.
-template <int VPT, bool L>
-__device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L>& row, float t, int q) {
+template <int VPT, bool L, int F>
+__device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L, F>& row, float t, int q) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   int seen = 0;
@@ -219,9 +222,9 @@ __device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L>& row, float
 // Exact cut from a bracket: [lo, hi) holds c_lo - c_hi elements, c_hi of them lie above it (hi
 // is closed, the row's maximum, while hi_moved is false), and c_hi < k <= c_lo.  Whole-row
 // bisection, then the candidates.
-template <int VPT, bool L>
-__device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L>& row, int k, float lo, float hi,
-                                           int c_lo, int c_hi, bool hi_moved,
+template <int VPT, bool L, int F>
+__device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k, float lo,
+                                           float hi, int c_lo, int c_hi, bool hi_moved,
                                            float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf]) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
@@ -308,8 +311,8 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L>& row, int k, f
   return Cut{lo2, __shfl_sync(kFullMask, ci, src), true};
 }
 
-template <int VPT, bool L>
-__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k,
+template <int VPT, bool L, int F>
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, int k,
                                               float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf]) {
   float lo, hi;
   const int kind = finite_min_max(row, lo, hi);
@@ -335,8 +338,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L>& row, int k
 }
 
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
-template <int VPT, bool L>
-__device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L>& row, int k,
+template <int VPT, bool L, int F>
+__device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L, F>& row, int k,
                                                    int64_t max_iter) {
   float lo, hi;
   if (finite_min_max(row, lo, hi) != 0) return Cut{0.f, 0, false};
@@ -654,8 +657,8 @@ __device__ __forceinline__ void bitonic_sort_staged(int k, float* s_val, int* s_
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
 // staged in shared memory for flush_staged(); more are written straight out in index order.
-template <typename scalar_t, int VPT, bool L, typename TakeOf>
-__device__ __forceinline__ void emit_selected(const ValueRow<VPT, L>& row, int k, TakeOf take_of,
+template <typename scalar_t, int VPT, bool L, int F, typename TakeOf>
+__device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, int k, TakeOf take_of,
                                               const scalar_t* x, scalar_t* ov, int64_t* oi,
                                               float (&s_ov)[kStageSlots],
                                               int (&s_oi)[kStageSlots]) {
@@ -749,14 +752,14 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
     const scalar_t* x = in + r * cols;
-    ValueRow<VPT, kLargest> row;
+    ValueRow<VPT, kLargest, warp_slots_below(VPT)> row;
     row.cols = cols;
     row.npad = VPT * 32 - cols;
     row.pad = directed<kLargest>(E::to_compute(x[0]));
 #pragma unroll
     for (int j = 0; j < VPT; ++j) {
       const int e = j * 32 + lane;
-      row.v[j] = e < cols ? directed<kLargest>(E::to_compute(x[e])) : row.pad;
+      row.v[j] = row.valid(j) ? directed<kLargest>(E::to_compute(x[e])) : row.pad;
     }
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
