@@ -341,12 +341,9 @@ __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, 
   // NaN or +-inf: the finite range, and the elements above and below it.
   const float kInf = __int_as_float(0x7f800000);
   float wlo, whi;
-  int w_pinf, w_ninf;
-  infinite_row_range(row.w, wlo, whi, w_pinf, w_ninf);
-  unsigned nan = 0;
-#pragma unroll
-  for (int j = 0; j < VPT; ++j) nan += row.w.valid(j) & (row.w.v[j] != row.w.v[j]);
-  row.g.template publish<5>({uint32_t(ordered(wlo)), uint32_t(ordered(whi)), warp_sum(nan),
+  int w_pinf, w_ninf, w_nan;
+  infinite_row_range(row.w, wlo, whi, w_pinf, w_ninf, w_nan);
+  row.g.template publish<5>({uint32_t(ordered(wlo)), uint32_t(ordered(whi)), uint32_t(w_nan),
                              uint32_t(w_pinf), uint32_t(w_ninf)});
   const float flo = unordered(row.g.min_int(0)), fhi = unordered(row.g.max_int(1));
   const int n_nan = int(row.g.sum(2)), n_pinf = int(row.g.sum(3)), n_ninf = int(row.g.sum(4));
