@@ -443,6 +443,27 @@ bool launch_group(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   return false;
 }
 
+// Walks kWarpSlotLevels in order: a row of n elements takes the first level with 32 * level >= n
+// (the value kernels rely on that order: warp_slots_below).  Returns false when the row is longer
+// than every level up to kMaxCols; else launches and sets `sorted` (whether the outputs come out
+// in rank order).
+template <typename scalar_t, int64_t kMaxCols, int I = 0>
+bool launch_warp_levels(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                        cudaStream_t stream, bool& sorted) {
+  constexpr int kLevels = int(sizeof(kWarpSlotLevels) / sizeof(kWarpSlotLevels[0]));
+  if constexpr (I < kLevels) {
+    constexpr int VPT = kWarpSlotLevels[I];
+    if constexpr (32 * int64_t(VPT) <= kMaxCols) {
+      if (a.cols <= 32 * VPT) {
+        sorted = launch_warp_rows<scalar_t, VPT>(in, ov, oi, a, stream);
+        return true;
+      }
+      return launch_warp_levels<scalar_t, kMaxCols, I + 1>(in, ov, oi, a, stream, sorted);
+    }
+  }
+  return false;
+}
+
 }  // namespace cuda_detail
 
 template <typename scalar_t>
@@ -452,29 +473,13 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   using Compute = typename Elem<scalar_t>::Compute;
   // Registers per lane for the keys: up to 64 32-bit keys or 32 64-bit keys.
   constexpr int64_t kWarpMaxCols = sizeof(KeyFor<scalar_t>) == 4 ? 2048 : 1024;
-#define RTOPK_WARP_CASE(VPT) \
-  if (a.cols <= 32 * (VPT)) return launch_warp_rows<scalar_t, VPT>(in, ov, oi, a, stream);
   if constexpr (sizeof(Compute) == 4) {
     if (a.cols > kWarpMaxCols && a.cols <= kGroupMaxCols)
       return launch_group<scalar_t>(in, ov, oi, a, stream);
   }
   // Slots per lane rise in steps of at most 50% so that padding wastes little (768 -> 24 slots).
-  // The order is kWarpSlotLevels' (the value kernels rely on it: warp_slots_below).
-  RTOPK_WARP_CASE(1)
-  RTOPK_WARP_CASE(2)
-  RTOPK_WARP_CASE(3)
-  RTOPK_WARP_CASE(4)
-  RTOPK_WARP_CASE(6)
-  RTOPK_WARP_CASE(8)
-  RTOPK_WARP_CASE(12)
-  RTOPK_WARP_CASE(16)
-  RTOPK_WARP_CASE(24)
-  RTOPK_WARP_CASE(32)
-  if constexpr (kWarpMaxCols >= 2048) {
-    RTOPK_WARP_CASE(48)
-    RTOPK_WARP_CASE(64)
-  }
-#undef RTOPK_WARP_CASE
+  bool sorted = false;
+  if (launch_warp_levels<scalar_t, kWarpMaxCols>(in, ov, oi, a, stream, sorted)) return sorted;
   const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 8;
   const unsigned grid = static_cast<unsigned>(std::min(a.rows, cap));
   block_rows_kernel<scalar_t><<<grid, kRowBlockThreads, 0, stream>>>(

@@ -16,7 +16,7 @@ constexpr unsigned kFullMask = 0xFFFFFFFFu;
 constexpr int kWarpBlockThreads = 256;
 constexpr int kRowBlockThreads = 512;
 
-// Slots (elements per lane) of the warp-per-row kernels, in the order launch_rtopk tries them: a
+// Slots (elements per lane) of the warp-per-row kernels, in the order launch_warp_levels walks: a
 // row of n elements takes the first level with 32 * level >= n, so the previous level's slots are
 // all real elements.  Returns that previous level (0 for the first), or -1 for a value not in the
 // list.
