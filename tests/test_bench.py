@@ -18,6 +18,12 @@ def test_bench_run_small_grid(tmp_path, capsys):
     assert "sorted output" in out and "sorted_cost_geomean" in result["summary"]
     assert "k > 128" in out and result["summary"]["sorted_cost_large_k_max"] == result["rows"][-1]["sorted_cost"]
     assert "worst_adversarial_ratio" in result["summary"]
+    # The device name survives the summary loops (it was once overwritten by a loop variable).
+    assert result["device"] == "CPU"
+    costs = [r["sorted_cost"] for r in result["rows"] if r["dist"] == "randn" and r["k"] <= 128]
+    assert result["summary"]["sorted_cost_cells"] == len(costs)
+    assert result["summary"]["sorted_cost_within_25"] == sum(c <= 0.25 for c in costs)
+    assert f"{sum(c <= 0.25 for c in costs)} of {len(costs)} cells within +25%" in out
 
 
 def test_bench_main_writes_files(tmp_path, monkeypatch):
