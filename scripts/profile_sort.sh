@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # ncu on the value kernel, unsorted vs sorted output, at N=2^18 fp32 (needs a built extension).
 # Writes $OUT/ncu_M_k_{unsorted,sorted}.txt and prints the headline metrics.
+# SHAPES: "M k" pairs, default "256 128;256 16;768 64".
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-for mk in "256 128" "256 16" "768 64"; do
+IFS=";" read -ra shapes <<<"${SHAPES:-256 128;256 16;768 64}"
+for mk in "${shapes[@]}"; do
   set -- $mk
   for mode in unsorted sorted; do
     f="$OUT/ncu_${1}_${2}_${mode}.txt"

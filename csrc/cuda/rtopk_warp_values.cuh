@@ -252,11 +252,47 @@ __device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L, F>& row, fl
   return Cut{0.f, 0, false};  // not reached: the caller counted at least q such elements
 }
 
+// Compacts the row's elements that keep(j, e, v) accepts into dst (values) / dst_i (indices), in
+// lane-major order (lane 0's in slot order, then lane 1's, ...), for callers to which the order
+// does not matter (the sorting kernels rank what they stage).  One warp scan of per-lane counts
+// places each lane; a slot then costs a compare, a select and two stores, about 7 instructions
+// against the index-order compaction's 18 (ballot, two popc, the running offset).  Lanes with
+// nothing to store write their own spare slot, spare + lane.  Returns the number compacted.
+template <int VPT, bool L, int F, typename Keep>
+__device__ __forceinline__ int compact_lane_major(const ValueRow<VPT, L, F>& row, Keep keep,
+                                                  float* dst_v, int* dst_i, int spare) {
+  using Bits = typename std::conditional<VPT <= 32, uint32_t, uint64_t>::type;
+  const int lane = threadIdx.x & 31;
+  // The decisions as one bit per slot: kept in a register or two across the scan, where the
+  // compiler would otherwise keep VPT predicates (or spill) to reuse them.
+  Bits keep_bits = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) keep_bits |= keep(j, j * 32 + lane, row.v[j]) ? Bits(1) << j : 0;
+  const int mine = VPT <= 32 ? __popc(uint32_t(keep_bits)) : __popcll(uint64_t(keep_bits));
+  int incl = mine;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(kFullMask, incl, o);
+    incl += lane >= o ? t : 0;
+  }
+  int pos = incl - mine;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const bool c = (keep_bits >> j) & 1u;
+    const int slot = c ? pos : spare + lane;
+    dst_v[slot] = row.v[j];
+    dst_i[slot] = j * 32 + lane;
+    pos += c ? 1 : 0;
+  }
+  return __shfl_sync(kFullMask, incl, 31);
+}
+
 // Exact cut from a bracket: [lo, hi) holds c_lo - c_hi elements, c_hi of them lie above it (hi
 // is closed, the row's maximum, while hi_moved is false), and c_hi < k <= c_lo.  Whole-row
 // bisection, then the candidates.  For k <= kListK (<= kStageK) every element >= lo is listed in
-// the staging area, and the selection is then made from the list, not from the row (Cut::list_n).
-template <int kListK, bool kFinite, int VPT, bool L, int F>
+// the staging area, and the selection is then made from the list, not from the row (Cut::list_n);
+// with kAnyOrder in lane-major order (compact_lane_major), else in index order.
+template <int kListK, bool kAnyOrder, bool kFinite, int VPT, bool L, int F>
 __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k, float lo,
                                            float hi, int c_lo, int c_hi, bool hi_moved,
                                            float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
@@ -311,18 +347,24 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   int* const dst_i = listed ? s_li : s_idx;
   const int spare = (listed ? kStageSpare : kCandSlots) + lane;
   int n = 0;
+  if (kAnyOrder && listed) {
+    n = compact_lane_major(
+        row, [&](int j, int, float x) { return row.valid(j) & ranks_ge<L>(x, lo); }, s_lv, s_li,
+        kStageSpare);
+  } else {
 #pragma unroll
-  for (int j = 0; j < VPT; ++j) {
-    const float x = row.v[j];
-    const bool cand = row.valid(j) & ranks_ge<L>(x, lo) & (open | (x < hi));
-    const unsigned m = __ballot_sync(kFullMask, cand);
-    // Unconditional stores keep the address math out of a branch (a predicated version measured
-    // 13-26% slower); lanes with nothing to store write their own spare slot, so no two lanes
-    // ever write one address (racecheck-clean).
-    const int slot = cand ? n + __popc(m & lanes_below) : spare;
-    dst_v[slot] = x;
-    dst_i[slot] = j * 32 + lane;
-    n += __popc(m);
+    for (int j = 0; j < VPT; ++j) {
+      const float x = row.v[j];
+      const bool cand = row.valid(j) & ranks_ge<L>(x, lo) & (open | (x < hi));
+      const unsigned m = __ballot_sync(kFullMask, cand);
+      // Unconditional stores keep the address math out of a branch (a predicated version measured
+      // 13-26% slower); lanes with nothing to store write their own spare slot, so no two lanes
+      // ever write one address (racecheck-clean).
+      const int slot = cand ? n + __popc(m & lanes_below) : spare;
+      dst_v[slot] = x;
+      dst_i[slot] = j * 32 + lane;
+      n += __popc(m);
+    }
   }
   __syncwarp();
   const int list_n = listed ? n : 0;
@@ -375,12 +417,20 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   // Every candidate in [lo2, hi2) equals lo2: take the first r - c_hi2 of them by index.
   const unsigned tie = __ballot_sync(kFullMask, has && cv == lo2);
   const int q = r - c_hi2;  // >= 1
-  const bool last = (tie >> lane & 1u) && __popc(tie & lanes_below) == q - 1;
+  // The tie's place by index: its position among the candidates when they are in index order,
+  // else the count of tied candidates with a lower index (a lane-major list: one step per tie).
+  int below = __popc(tie & lanes_below);
+  if (kAnyOrder && listed) {
+    below = 0;
+    for (unsigned m = tie; m != 0; m &= m - 1)
+      below += __shfl_sync(kFullMask, ci, __ffs(m) - 1) < ci;
+  }
+  const bool last = (tie >> lane & 1u) && below == q - 1;
   const int src = __ffs(__ballot_sync(kFullMask, last)) - 1;
   return Cut{lo2, __shfl_sync(kFullMask, ci, src), true, false, 0.f, list_n};
 }
 
-template <int kListK, int VPT, bool L, int F>
+template <int kListK, bool kAnyOrder, int VPT, bool L, int F>
 __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, int k,
                                               float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
                                               float (&s_lv)[kStageSlots],
@@ -390,8 +440,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   if (kind == 0) {
     if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
     // (Constant c_hi and hi_moved: the common case's bisection is specialised for them.)
-    Cut cut =
-        bracket_cut<kListK, true>(row, k, lo, hi, row.cols, 0, false, s_val, s_idx, s_lv, s_li);
+    Cut cut = bracket_cut<kListK, kAnyOrder, true>(row, k, lo, hi, row.cols, 0, false, s_val, s_idx,
+                                                   s_lv, s_li);
     cut.top_known = true;
     cut.top = hi;
     return cut;
@@ -410,8 +460,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   if (k > n_up + n_ninf) return Cut{0.f, 0, false, false, 0.f, 0, true, k - (n_up + n_ninf)};
   if (k > n_up) return first_ties_cut(row, -kInf, k - n_up);
   // hi just above the finite maximum, open: what ranks above it stays out of the bracket.
-  return bracket_cut<kListK, false>(row, k, lo, nextafterf(hi, kInf), n_up, n_top, true, s_val,
-                                    s_idx, s_lv, s_li);
+  return bracket_cut<kListK, kAnyOrder, false>(row, k, lo, nextafterf(hi, kInf), n_up, n_top, true,
+                                               s_val, s_idx, s_lv, s_li);
 }
 
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
@@ -546,11 +596,12 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
     }
     lo = warp_min(lo);
     hi = warp_max(hi);
-    if (lo == hi) return true;  // one key: index order is rank order
     vmax = from_key<float>(hi);
     scale = __fdividef(kRoot, vmax - from_key<float>(lo));
     linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
-    shift = max(0, 32 - __clz(hi - lo) - kLogB);  // (hi - lo) >> shift < B
+    // (hi - lo) >> shift < B.  One key (lo == hi): one bucket, ranked by index below (the staging
+    // is not always in index order).
+    shift = max(0, 32 - __clz(hi - lo) - kLogB);
   }
   uint32_t* s_words = reinterpret_cast<uint32_t*>(s_work);
   {
@@ -832,6 +883,13 @@ constexpr int list_max_k(int vpt, bool sorted) {
   return vpt >= 12 ? kStageK : vpt >= 8 && sorted ? 64 : 0;
 }
 
+// Whether the sorting kernel stages its selection in lane-major order (compact_lane_major) rather
+// than index order.  Measured (fp32, N = 2^18, A/B in one process): sorted output 0.6-1.8 points
+// cheaper at 8 values per lane, but 3-4 points dearer at 16 and 8-9 at 24, where the list is
+// longer and the scattered stores of a lane-major compaction conflict in the shared-memory banks
+// (ncu at 8 per lane: 46 wavefronts for 16 stores a row).
+constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8; }
+
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
@@ -859,6 +917,12 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   const int64_t stride = int64_t(gridDim.x) * kWarps;
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
+  constexpr bool kAnyOrder = stage_any_order(VPT, kSorted);
+  // The sorting kernels are launched for k <= kStageK only: the paths for larger k fold away.
+  // Measured: the sorting kernel at 24 values per lane 12.5k -> 11.2k static instructions, and
+  // at M = 768 the sorted output's extra time +19..31% -> +4..18% (ncu before: 29% of the stall
+  // samples waiting on instruction fetch, against 6% in the unsorted kernel).
+  if (kSorted) __builtin_assume(k <= kStageK);
   // The k smallest are the k largest of -x: directed() on load, and again on output.
 
   for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
@@ -877,11 +941,19 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
 
     Cut cut{0.f, 0, false};
     if (exact)
-      cut = fast_exact_cut<list_max_k(VPT, kSorted)>(row, k, s_val[warp], s_idx[warp], s_ov[warp],
-                                                     s_oi[warp]);
+      cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder>(row, k, s_val[warp], s_idx[warp],
+                                                                s_ov[warp], s_oi[warp]);
     if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
     if (cut.ok && cut.list_n > 0) {
       if (cut.list_n > k) select_listed<kLargest>(cut, s_ov[warp], s_oi[warp]);
+    } else if (kAnyOrder && exact && cut.ok && k <= kStageK) {
+      // An exact cut selects exactly k elements, and the sort ranks them: any staging order.
+      compact_lane_major(
+          row,
+          [&](int j, int e, float v) {
+            return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
+          },
+          s_ov[warp], s_oi[warp], kStageSpare);
     } else if (cut.ok) {
       emit_selected(
           row, k,
