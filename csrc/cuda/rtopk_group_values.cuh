@@ -214,7 +214,7 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
     const float t = KeyTraits<float>::midpoint(lo, hi);
     if (!(lo < t && t < hi)) break;
     const int cnt = row.template count<kFinite>(t);
-    if (cnt == k) return Cut{t, INT_MAX, true};
+    if (cnt == k) return Cut::at(t, INT_MAX);
     const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
     if (cnt < k) {
       hi = t;
@@ -229,7 +229,7 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
       row.bracket_range(lo, hi, hi_moved, cmin, cmax);
       if (cmin == cmax) {
         const int q = k - c_hi;
-        return Cut{cmin, row.find_qth([&](float v) { return v == cmin; }, q), true};
+        return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
       }
       lo = cmin;  // nothing lies in [lo, cmin): the count at lo is unchanged
     }
@@ -239,9 +239,9 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
     row.bracket_range(lo, hi, hi_moved, cmin, cmax);
     if (cmin == cmax) {
       const int q = k - c_hi;
-      return Cut{cmin, row.find_qth([&](float v) { return v == cmin; }, q), true};
+      return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
     }
-    return Cut{0.f, 0, false};
+    return Cut::general();
   }
 
   // Each warp compacts its candidates lo <= v < hi (v <= hi while hi is the row max) in index
@@ -322,7 +322,7 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
   }
   row.g.done();
   __syncthreads();
-  const Cut cut{uniform(s->cut_t), uniform(s->cut_idx), true};
+  const Cut cut = Cut::at(uniform(s->cut_t), uniform(s->cut_idx));
   __syncthreads();  // the broadcast slots are written again by the next row
   return cut;
 }
@@ -335,7 +335,7 @@ __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, 
   using T = KeyTraits<float>;
   float lo, hi;
   if (group_min_max(row, lo, hi) == 0) {
-    if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
+    if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
     return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
   }
   // NaN or +-inf: the finite range, and the elements above and below it.
@@ -348,26 +348,23 @@ __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, 
   const float flo = unordered(row.g.min_int(0)), fhi = unordered(row.g.max_int(1));
   const int n_nan = int(row.g.sum(2)), n_pinf = int(row.g.sum(3)), n_ninf = int(row.g.sum(4));
   row.g.done();
-  const int n_top = n_pinf + (L ? n_nan : 0);            // ranked above every finite element
-  const int n_up = row.cols - n_ninf - (L ? 0 : n_nan);  // at or above the finite minimum
-  if (k <= n_top) {
-    if (L && k <= n_nan) {  // the first k NaN
+  const NonFiniteSplit sp = split_non_finite<L>(k, row.cols, n_nan, n_pinf, n_ninf);
+  switch (sp.kind) {
+    case NonFiniteSplit::kNanTop:
+    case NonFiniteSplit::kNanBottom:
+      // The first q NaN, and everything ranked above NaN (its key: the highest, or 1).
       have_plan = true;
-      plan = Plan<uint32_t>{T::kMax, T::kMax, k};
-      return Cut{0.f, 0, false};
-    }
-    const int q = k - (L ? n_nan : 0);
-    return Cut{kInf, row.find_qth([&](float v) { return v == kInf; }, q), true};
+      plan = sp.kind == NonFiniteSplit::kNanTop ? Plan<uint32_t>{T::kMax, T::kMax, sp.q}
+                                                : Plan<uint32_t>{1u, 1u, sp.q};
+      return Cut::general();
+    case NonFiniteSplit::kPosInf:
+      return Cut::at(kInf, row.find_qth([&](float v) { return v == kInf; }, sp.q));
+    case NonFiniteSplit::kNegInf:
+      return Cut::at(-kInf, row.find_qth([&](float v) { return v == -kInf; }, sp.q));
+    default:
+      // hi just above the finite maximum, open: the elements above the finite range stay out.
+      return group_bracket_cut<false>(row, k, flo, nextafterf(fhi, kInf), sp.n_up, sp.n_top, true);
   }
-  if (k > n_up) {
-    const int q = k - n_up;
-    if (q <= n_ninf) return Cut{-kInf, row.find_qth([&](float v) { return v == -kInf; }, q), true};
-    have_plan = true;  // every non-NaN element and the first NaN (ranked lowest, key 1)
-    plan = Plan<uint32_t>{1u, 1u, q - n_ninf};
-    return Cut{0.f, 0, false};
-  }
-  // hi just above the finite maximum, open: the elements above the finite range stay out.
-  return group_bracket_cut<false>(row, k, flo, nextafterf(fhi, kInf), n_up, n_top, true);
 }
 
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
@@ -375,7 +372,7 @@ template <int VPT, int G, bool L>
 __device__ __forceinline__ Cut group_early_stop_cut(GroupRow<VPT, G, L>& row, int k,
                                                     int64_t max_iter) {
   float lo, hi;
-  if (group_min_max(row, lo, hi) != 0) return Cut{0.f, 0, false};
+  if (group_min_max(row, lo, hi) != 0) return Cut::general();
   for (int64_t it = 0; it < max_iter; ++it) {
     const float t = KeyTraits<float>::midpoint(lo, hi);
     const int cnt = row.count_finite(t);
@@ -389,7 +386,7 @@ __device__ __forceinline__ Cut group_early_stop_cut(GroupRow<VPT, G, L>& row, in
       lo = t;
     }
   }
-  return Cut{lo, INT_MAX, true};
+  return Cut::at(lo, INT_MAX);
 }
 
 // Writes, in index order, the first k elements of the row that take_of(j, e, v) accepts (a pure
@@ -484,7 +481,7 @@ __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
 
-    Cut cut{0.f, 0, false};
+    Cut cut = Cut::general();
     bool have_plan = false;
     Plan<Key> plan{0u, 0u, 0};
     if (exact) cut = group_exact_cut(row, k, have_plan, plan);

@@ -202,9 +202,9 @@ __device__ __forceinline__ void infinite_row_range(const ValueRow<VPT, L, F>& ro
 // A selection of the form "value > t, or value == t at index <= idx_t", capped at k elements in
 // index order.
 struct Cut {
-  float t;
-  int idx_t;
-  bool ok;                 // false: use the general path
+  float t = 0.f;
+  int idx_t = 0;
+  bool ok = false;         // false: use the general path
   bool top_known = false;  // top: the row's maximum, finite (the sorted output's bucket range)
   float top = 0.f;
   // > 0: the staging area holds, in index order, the list_n elements from which the selection
@@ -214,7 +214,59 @@ struct Cut {
   // else that ranks above NaN (a Plan on the NaN key), instead of the general search.
   bool nan_plan = false;
   int quota = 0;
+
+  // Every element ranked above t, and those equal to t up to index idx_t (INT_MAX: all of them).
+  static __device__ __forceinline__ Cut at(float t, int idx_t) {
+    Cut c;
+    c.t = t;
+    c.idx_t = idx_t;
+    c.ok = true;
+    return c;
+  }
+  // The same selection, taken from the staging area's list of list_n elements.
+  static __device__ __forceinline__ Cut from_list(float t, int idx_t, int list_n) {
+    Cut c = at(t, idx_t);
+    c.list_n = list_n;
+    return c;
+  }
+  // No cut: the general search (make_plan) decides.
+  static __device__ __forceinline__ Cut general() { return Cut(); }
+  // The first q NaN elements by index, and everything ranked above NaN.
+  static __device__ __forceinline__ Cut nan_first(int q) {
+    Cut c;
+    c.nan_plan = true;
+    c.quota = q;
+    return c;
+  }
+  // This cut, knowing the row's (finite) maximum.
+  __device__ __forceinline__ Cut with_top(float row_max) const {
+    Cut c = *this;
+    c.top_known = true;
+    c.top = row_max;
+    return c;
+  }
 };
+
+// Where the k-th element of a row with NaN or +-inf lies, from its counts; shared by the warp
+// and group kernels.  Rank order: NaN (largest) > +inf > finite > -inf > NaN (smallest).
+struct NonFiniteSplit {
+  enum Kind { kFinite, kNanTop, kPosInf, kNegInf, kNanBottom } kind;
+  int q;      // the k-th element's place among its equals (all but kFinite)
+  int n_top;  // ranked above every finite element
+  int n_up;   // ranked at or above the finite minimum
+};
+template <bool kLargest>
+__device__ __forceinline__ NonFiniteSplit split_non_finite(int k, int cols, int n_nan, int n_pinf,
+                                                           int n_ninf) {
+  const int nan_top = kLargest ? n_nan : 0;
+  const int n_top = nan_top + n_pinf;
+  const int n_up = cols - n_ninf - (n_nan - nan_top);
+  if (k <= nan_top) return {NonFiniteSplit::kNanTop, k, n_top, n_up};
+  if (k <= n_top) return {NonFiniteSplit::kPosInf, k - nan_top, n_top, n_up};
+  if (k > n_up + n_ninf) return {NonFiniteSplit::kNanBottom, k - n_up - n_ninf, n_top, n_up};
+  if (k > n_up) return {NonFiniteSplit::kNegInf, k - n_up, n_top, n_up};
+  return {NonFiniteSplit::kFinite, 0, n_top, n_up};
+}
 
 // Min and max of the elements in the bracket [lo, hi) ([lo, max] while hi has not moved).
 template <int VPT, bool L, int F>
@@ -245,11 +297,11 @@ __device__ __forceinline__ Cut first_ties_cut(const ValueRow<VPT, L, F>& row, fl
     if (seen + __popc(m) >= q) {  // warp-uniform
       const bool last = (m >> lane & 1u) && seen + __popc(m & lanes_below) == q - 1;
       const int src = __ffs(__ballot_sync(kFullMask, last)) - 1;
-      return Cut{t, j * 32 + src, true};
+      return Cut::at(t, j * 32 + src);
     }
     seen += __popc(m);
   }
-  return Cut{0.f, 0, false};  // not reached: the caller counted at least q such elements
+  return Cut::general();  // not reached: the caller counted at least q such elements
 }
 
 // Compacts the row's elements that keep(j, e, v) accepts into dst (values) / dst_i (indices), in
@@ -310,7 +362,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
     if (!(lo < t && t < hi)) break;
     const int cnt = kFinite ? row.count_ge_finite(t) : row.count_ge_ranked(t);
     if (cnt == k) {
-      if (!listed) return Cut{t, INT_MAX, true};
+      if (!listed) return Cut::at(t, INT_MAX);
       lo = t;
       c_lo = k;
       whole = true;
@@ -336,7 +388,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
     float cmin, cmax;
     bracket_range(row, lo, hi, hi_moved, cmin, cmax);
     if (cmin == cmax) return first_ties_cut(row, cmin, k - c_hi);
-    return Cut{0.f, 0, false};
+    return Cut::general();
   }
 
   // Compact, in index order, the elements ranked >= lo into the list (k <= kListK: c_lo <= k + 31
@@ -368,7 +420,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   }
   __syncwarp();
   const int list_n = listed ? n : 0;
-  if (whole) return Cut{lo, INT_MAX, true, false, 0.f, list_n};
+  if (whole) return Cut::from_list(lo, INT_MAX, list_n);
   if (listed) {
     // The candidates are the listed elements below hi: a second compaction, over the few list
     // slots (at most 5) instead of the row.
@@ -405,7 +457,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
       const float t = KeyTraits<float>::midpoint(lo2, hi2);
       if (!(lo2 < t && t < hi2)) break;
       const int cnt = __popc(__ballot_sync(kFullMask, has && !(cv < t)));
-      if (cnt == r) return Cut{t, INT_MAX, true, false, 0.f, list_n};
+      if (cnt == r) return Cut::from_list(t, INT_MAX, list_n);
       if (cnt < r) {
         hi2 = t;
         c_hi2 = cnt;
@@ -427,7 +479,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   }
   const bool last = (tie >> lane & 1u) && below == q - 1;
   const int src = __ffs(__ballot_sync(kFullMask, last)) - 1;
-  return Cut{lo2, __shfl_sync(kFullMask, ci, src), true, false, 0.f, list_n};
+  return Cut::from_list(lo2, __shfl_sync(kFullMask, ci, src), list_n);
 }
 
 template <int kListK, bool kAnyOrder, int VPT, bool L, int F>
@@ -438,13 +490,11 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   float lo, hi;
   const int kind = finite_min_max(row, lo, hi);
   if (kind == 0) {
-    if (lo == hi) return Cut{lo, k - 1, true};  // one value: the first k in index order
+    if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
     // (Constant c_hi and hi_moved: the common case's bisection is specialised for them.)
-    Cut cut = bracket_cut<kListK, kAnyOrder, true>(row, k, lo, hi, row.cols, 0, false, s_val, s_idx,
-                                                   s_lv, s_li);
-    cut.top_known = true;
-    cut.top = hi;
-    return cut;
+    return bracket_cut<kListK, kAnyOrder, true>(row, k, lo, hi, row.cols, 0, false, s_val, s_idx,
+                                                s_lv, s_li)
+        .with_top(hi);
   }
   // +-inf or NaN.  In rank order: NaN (largest) > +inf > finite > -inf > NaN (smallest).  Bisect
   // the finite range with what ranks above it counted above it; a k-th element that is itself
@@ -452,16 +502,20 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   const float kInf = __int_as_float(0x7f800000);
   int n_pinf, n_ninf, n_nan;
   infinite_row_range(row, lo, hi, n_pinf, n_ninf, n_nan);
-  const int nan_top = L ? n_nan : 0;
-  const int n_top = nan_top + n_pinf;                      // ranked above every finite element
-  const int n_up = row.cols - n_ninf - (n_nan - nan_top);  // ranked at or above the finite minimum
-  if (k <= nan_top) return Cut{0.f, 0, false, false, 0.f, 0, true, k};
-  if (k <= n_top) return first_ties_cut(row, kInf, k - nan_top);
-  if (k > n_up + n_ninf) return Cut{0.f, 0, false, false, 0.f, 0, true, k - (n_up + n_ninf)};
-  if (k > n_up) return first_ties_cut(row, -kInf, k - n_up);
-  // hi just above the finite maximum, open: what ranks above it stays out of the bracket.
-  return bracket_cut<kListK, kAnyOrder, false>(row, k, lo, nextafterf(hi, kInf), n_up, n_top, true,
-                                               s_val, s_idx, s_lv, s_li);
+  const NonFiniteSplit sp = split_non_finite<L>(k, row.cols, n_nan, n_pinf, n_ninf);
+  switch (sp.kind) {
+    case NonFiniteSplit::kNanTop:
+    case NonFiniteSplit::kNanBottom:
+      return Cut::nan_first(sp.q);
+    case NonFiniteSplit::kPosInf:
+      return first_ties_cut(row, kInf, sp.q);
+    case NonFiniteSplit::kNegInf:
+      return first_ties_cut(row, -kInf, sp.q);
+    default:
+      // hi just above the finite maximum, open: what ranks above it stays out of the bracket.
+      return bracket_cut<kListK, kAnyOrder, false>(row, k, lo, nextafterf(hi, kInf), sp.n_up,
+                                                   sp.n_top, true, s_val, s_idx, s_lv, s_li);
+  }
 }
 
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
@@ -469,7 +523,7 @@ template <int VPT, bool L, int F>
 __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L, F>& row, int k,
                                                    int64_t max_iter) {
   float lo, hi;
-  if (finite_min_max(row, lo, hi) != 0) return Cut{0.f, 0, false};
+  if (finite_min_max(row, lo, hi) != 0) return Cut::general();
   const float top = hi;
   for (int64_t it = 0; it < max_iter; ++it) {
     const float t = KeyTraits<float>::midpoint(lo, hi);
@@ -484,7 +538,7 @@ __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L, F>& ro
       lo = t;
     }
   }
-  return Cut{lo, INT_MAX, true, true, top};
+  return Cut::at(lo, INT_MAX).with_top(top);
 }
 
 // Output value of a directed element: undo the negation; NaN is re-read for its payload.
@@ -939,7 +993,7 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
 
-    Cut cut{0.f, 0, false};
+    Cut cut = Cut::general();
     if (exact)
       cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder>(row, k, s_val[warp], s_idx[warp],
                                                                 s_ov[warp], s_oi[warp]);
