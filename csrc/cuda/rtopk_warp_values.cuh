@@ -207,8 +207,9 @@ struct Cut {
   bool ok = false;         // false: use the general path
   bool top_known = false;  // top: the row's maximum, finite (the sorted output's bucket range)
   float top = 0.f;
-  // > 0: the staging area holds, in index order, the list_n elements from which the selection
-  // is taken (every selected element, and at most 31 more); 0: walk the row.
+  // > 0: the staging area holds the list_n elements from which the selection is taken (every
+  // selected element, and at most 31 more), in index order or, in the sorting kernels of
+  // stage_any_order, lane-major; 0: walk the row.
   int list_n = 0;
   // With ok false: when set, the first `quota` NaN elements by index are taken, and everything
   // else that ranks above NaN (a Plan on the NaN key), instead of the general search.
@@ -391,9 +392,9 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
     return Cut::general();
   }
 
-  // Compact, in index order, the elements ranked >= lo into the list (k <= kListK: c_lo <= k + 31
-  // of them), or else the candidates lo <= v < hi (v <= hi while hi is the row max) straight into
-  // the candidate buffer.
+  // Compact the elements ranked >= lo into the list (k <= kListK: c_lo <= k + 31 of them; in
+  // index order unless kAnyOrder), or else, in index order, the candidates lo <= v < hi (v <= hi
+  // while hi is the row max) straight into the candidate buffer.
   const bool open = listed || !hi_moved;
   float* const dst_v = listed ? s_lv : s_val;
   int* const dst_i = listed ? s_li : s_idx;
@@ -756,7 +757,7 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
   return true;
 }
 
-// Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in index order) in
+// Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in any order) in
 // rank order in place: key descending, equal keys in index order.  A bitonic network, for rows
 // whose keys crowd into a few counting buckets (ties, outliers).
 //   Distinct keys (the common case, P >= 32): sort the 32-bit keys alone, then move each staged
@@ -870,7 +871,7 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, in
 }
 
 // The selection of a listed cut (Cut::list_n > k), made in place: the taken list elements move
-// down to the front of the staging area, in index order.  Each group of 32 slots is read before
+// down to the front of the staging area, in list order.  Each group of 32 slots is read before
 // any lane writes, and writes only go to positions at or below the slots read so far.
 template <bool kLargest>
 __device__ __forceinline__ void select_listed(const Cut& cut, float (&s_v)[kStageSlots],
@@ -893,8 +894,8 @@ __device__ __forceinline__ void select_listed(const Cut& cut, float (&s_v)[kStag
   }
 }
 
-// Writes the staged outputs of a row (k <= kStageK) with coalesced stores: in index order, or in
-// rank order when `sorted`.
+// Writes the staged outputs of a row (k <= kStageK) with coalesced stores: in staging order (index
+// order, as the unsorted contract wants), or in rank order when `sorted`.
 template <typename scalar_t, bool kLargest>
 __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, float hi_hint,
                                              const scalar_t* x, scalar_t* ov, int64_t* oi,
