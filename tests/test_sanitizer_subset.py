@@ -30,8 +30,9 @@ def same_as_cpu(x, k, **kw):
 def test_paths(dtype, shape):
     gen = torch.Generator().manual_seed(shape[1])
     M = shape[1]
-    # ties: the sorted output's bitonic fallback; randn: its counting sort (k = 16 and 100).
-    for kind in ["randn", "nan", "ties"]:
+    # ties: the sorted output's bitonic fallback; randn: its counting sorts (k = 16 and 100; rows up
+    # to 256 sorted whole, signed zeros re-read).
+    for kind in ["randn", "nan", "ties", "signed_zeros"]:
         x = make_rows(kind, shape, dtype, "cpu", gen)
         for k in sorted({min(M, 16), min(M, 100), min(M, 200)}):
             for largest in (True, False):

@@ -65,11 +65,12 @@ def test_topk_matches_torch(device, dtype, largest, sorted):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("k", [1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 96, 127, 128, 129])
 def test_topk_sorted_every_k(device, k):
-    """Every size of the in-kernel sort (16, 32, 64, 128) and past it: the counting sort (randn, heavy
-    tails), its bitonic fallback for crowded buckets (ties, outliers, few ulps apart), NaN."""
+    """Every size of the in-kernel sort (16, 32, 64, 128) and past it: the counting sort of the whole
+    row (rows up to 256: randn, heavy tails, signed zeros), the counting sort of the selection (777),
+    their fallbacks for crowded buckets (ties, outliers, few ulps apart), NaN."""
     gen = torch.Generator().manual_seed(k)
     for kind in ["randn", "ties", "nan", "few_ulps", "outliers", "heavy_tail", "signed_zeros"]:
-        for M in [k, 200, 777]:
+        for M in [k, 200, 256, 777]:
             if M < k:
                 continue
             x = make_rows(kind, (40, M), torch.float32, device, gen)

@@ -604,15 +604,69 @@ __device__ __forceinline__ void store_words(T* p, const T (&v)[N]) {
   }
 }
 
-// Puts the k <= P staged elements (s_val: directed values, s_idx: indices) in rank order in
-// place, by a counting sort: a monotone bucket of each value (the square of its scaled distance
-// from the maximum when the range is finite, else a shifted key), bucket starts from one warp scan
-// of the counts, and inside a bucket each element counts the members that rank above it (key
-// greater, or equal at a lower index).  The members are laid out bucket by bucket and later buckets
-// rank lower, so an element reads the `fill` slots from its bucket's start (the row's fullest
-// bucket) and no bounds: what lies past its bucket never ranks above it (zeros after the last
-// member). Returns false, with the staging untouched, when some bucket holds more than
-// kMaxBucketFill.
+// Key of a finite directed value: to_key() without its NaN test, and -0.0 made +0.0 by the add.
+__device__ __forceinline__ uint32_t finite_value_key(float v) {
+  const uint32_t b = __float_as_uint(v + 0.f);
+  return b ^ (uint32_t(int(b) >> 31) | 0x80000000u);
+}
+
+// Zeroes the byte counts of B = 128 * W buckets (W words per lane).
+template <int W>
+__device__ __forceinline__ void zero_bucket_counts(uint32_t* s_words) {
+  uint32_t zero[W];
+#pragma unroll
+  for (int i = 0; i < W; ++i) zero[i] = 0;
+  store_words<W>(s_words + (threadIdx.x & 31) * W, zero);
+}
+
+// Counts an element into byte bucket b when `counted` (else adds 0: no branch around the
+// atomic); returns the bucket's count before it, the element's arrival.
+__device__ __forceinline__ uint32_t count_in_bucket(uint32_t* s_words, int b, bool counted) {
+  const int sh = (b & 3) * 8;
+  const uint32_t old = atomicAdd(s_words + (b >> 2), counted ? 1u << sh : 0u);
+  return (old >> sh) & 0xFFu;
+}
+
+// Bucket starts in place: the byte counts of B = 128 * W buckets (W words of 4 per lane, each
+// count at most kMaxBucketFill) become the exclusive prefix sums, one warp scan.  Within a word,
+// w * 0x01010101 holds in each byte the sum of the bytes up to it.  A start past 255 wraps (and
+// carries into the bytes after it), which only happens after the first 256 members: callers
+// read starts below 256 only.
+template <int W>
+__device__ __forceinline__ void bucket_starts(uint32_t* s_words) {
+  const int lane = threadIdx.x & 31;
+  uint32_t w[W];
+  load_words<W>(s_words + lane * W, w);
+  uint32_t total = 0;
+#pragma unroll
+  for (int i = 0; i < W; ++i) total = __dp4a(w[i], 0x01010101u, total);  // sum of the bytes
+  uint32_t base = total;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const uint32_t t = __shfl_up_sync(kFullMask, base, o);
+    base += lane >= o ? t : 0u;
+  }
+  base -= total;
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    const uint32_t incl = w[i] * 0x01010101u;
+    w[i] = incl - w[i] + base * 0x01010101u;
+    base += incl >> 24;
+  }
+  store_words<W>(s_words + lane * W, w);
+}
+
+// Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in any order) in rank
+// order in place, by a counting sort: a monotone bucket of each value (the square of its scaled
+// distance from the maximum when the range is finite, else a shifted key), bucket starts from one
+// warp scan of the counts, and inside a bucket each element counts the members that rank above it
+// (key greater, or equal at a lower index).  The members are laid out bucket by bucket and later
+// buckets rank lower, so an element reads the `fill` slots from its bucket's start (the row's
+// fullest bucket) and no bounds: what lies past its bucket never ranks above it (zeros after the
+// last member).  Returns false, with the staging untouched, when some bucket holds more than
+// kMaxBucketFill.  (Storing each element straight to global memory at its rank instead of the
+// coalesced flush was tried: the compiler rebuilds the 64-bit row address for every store, ~16
+// instructions an element against ~13 for placement and flush.)
 template <int P, bool kLargest>
 __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx,
                                                    uint64_t* s_work, float lo_hint, float hi_hint) {
@@ -621,139 +675,204 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
   constexpr int kLogB = P == 16 ? 7 : P == 32 ? 8 : P == 64 ? 9 : 10;
   constexpr int W = B / 128;  // count words (4 buckets each) per lane
   static_assert(B == 1 << kLogB && E * 32 >= P, "bucket layout");
+  static_assert(E * 32 + kMaxBucketFill <= kSortWork, "members, padding and zeros fit");
   const int lane = threadIdx.x & 31;
   // Lane l takes staged slots l*E ... l*E + E - 1 (vector loads; ties are ordered by index below,
-  // not by position).
-  // (The indices are loaded after the scan, and the count words twice: fewer live registers.)
+  // not by position); slots past k are padding, with stale data.
+  // (The indices are loaded after the scan, the values again for the placement: fewer live
+  // registers.)
   float val[E];
   load_words<E>(s_val + lane * E, val);
   uint32_t key[E];
-#pragma unroll
-  for (int j = 0; j < E; ++j) key[j] = value_key(val[j], kLargest);
+  int bucket[E];
   // Bucket 0 holds the largest.  A finite range [vmin, vmax]: u = (vmax - v) * scale in
   // [0, sqrt(B - 1)] and the bucket u^2, rounded through the fp32 mantissa (2^23 + x): monotone in
   // v, and finer than a linear map just above the k-th value, where top-k values crowd.  Any
   // positive finite scale keeps the map monotone, so an approximate division will do; denormal
   // or overflowing ranges give an infinite or zero scale.  Otherwise: keys shifted to fit B.
-  // The caller's range (lo_hint < hi_hint: the cut and the row's maximum) saves a reduction.
+  // The caller's range (lo_hint < hi_hint: the cut and the row's finite maximum, so every staged
+  // value is finite) saves a reduction.  (Padding is clamped into range, never counted.)
   constexpr float kRoot = sort_bucket_root(B);
-  float vmax = hi_hint, scale = __fdividef(kRoot, hi_hint - lo_hint);
-  bool linear = lo_hint < hi_hint && scale > 0.f && scale <= FLT_MAX;
-  uint32_t hi = 0;
-  int shift = 0;
-  if (!linear) {  // warp-uniform
-    uint32_t lo = 0xFFFFFFFFu;
+  const float hint_scale = __fdividef(kRoot, hi_hint - lo_hint);
+  if (lo_hint < hi_hint && hint_scale > 0.f && hint_scale <= FLT_MAX) {  // warp-uniform
 #pragma unroll
     for (int j = 0; j < E; ++j) {
+      key[j] = finite_value_key(val[j]);
+      const float u = (hi_hint - val[j]) * hint_scale;
+      const int lin = __float_as_int(fmaf(u, u, 8388608.f)) - 0x4B000000;
+      bucket[j] = int(min(uint32_t(lin), uint32_t(B - 1)));
+    }
+  } else {
+    uint32_t lo = 0xFFFFFFFFu, hi = 0;
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      key[j] = value_key(val[j], kLargest);
       const bool real = lane * E + j < k;
       lo = real ? min(lo, key[j]) : lo;
       hi = real ? max(hi, key[j]) : hi;
     }
     lo = warp_min(lo);
     hi = warp_max(hi);
-    vmax = from_key<float>(hi);
-    scale = __fdividef(kRoot, vmax - from_key<float>(lo));
-    linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
-    // (hi - lo) >> shift < B.  One key (lo == hi): one bucket, ranked by index below (the staging
-    // is not always in index order).
-    shift = max(0, 32 - __clz(hi - lo) - kLogB);
+    const float vmax = from_key<float>(hi);
+    const float scale = __fdividef(kRoot, vmax - from_key<float>(lo));
+    const bool linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
+    // (hi - lo) >> shift < B.  One key (lo == hi): one bucket, ranked by index below.
+    const int shift = max(0, 32 - __clz(hi - lo) - kLogB);
+#pragma unroll
+    for (int j = 0; j < E; ++j) {
+      const float u = (vmax - val[j]) * scale;
+      const int lin = __float_as_int(fmaf(u, u, 8388608.f)) - 0x4B000000;
+      const uint32_t raw = linear ? uint32_t(lin) : (hi - key[j]) >> shift;
+      bucket[j] = int(min(raw, uint32_t(B - 1)));
+    }
   }
   uint32_t* s_words = reinterpret_cast<uint32_t*>(s_work);
-  {
-    uint32_t zero[W];
-#pragma unroll
-    for (int i = 0; i < W; ++i) zero[i] = 0;
-    store_words<W>(s_words + lane * W, zero);
-  }
+  zero_bucket_counts<W>(s_words);
   __syncwarp();
-  int bucket[E], slot[E];
+  int slot[E];
   uint32_t top = 0;
 #pragma unroll
   for (int j = 0; j < E; ++j) {
-    const float u = (vmax - val[j]) * scale;
-    const int lin = __float_as_int(fmaf(u, u, 8388608.f)) - 0x4B000000;
-    const uint32_t raw = linear ? uint32_t(lin) : (hi - key[j]) >> shift;
-    // (Slots past k hold stale data: clamped into range, never counted.)
-    bucket[j] = int(min(raw, uint32_t(B - 1)));
-    slot[j] = 0;
-    if (lane * E + j < k) {
-      const int sh = (bucket[j] & 3) * 8;
-      slot[j] = int((atomicAdd(s_words + (bucket[j] >> 2), 1u << sh) >> sh) & 0xFFu);
-      top = max(top, uint32_t(slot[j]));
-    }
+    const bool real = lane * E + j < k;
+    slot[j] = int(count_in_bucket(s_words, bucket[j], real));
+    top = real ? max(top, uint32_t(slot[j])) : top;
   }
   const int fill = int(warp_max(top)) + 1;  // the fullest bucket's count
   if (fill > kMaxBucketFill) return false;
   __syncwarp();
-  // Bucket starts: an exclusive scan of the byte counts.  Within a word, w * 0x01010101 holds in
-  // each byte the sum of the bytes up to it (no carries: every sum is at most k <= 128).
-  uint32_t total = 0;
-  {
-    uint32_t w[W];
-    load_words<W>(s_words + lane * W, w);
-#pragma unroll
-    for (int i = 0; i < W; ++i) total = __dp4a(w[i], 0x01010101u, total);  // sum of the bytes
-  }
-  uint32_t base = total;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint32_t t = __shfl_up_sync(kFullMask, base, o);
-    base += lane >= o ? t : 0u;
-  }
-  base -= total;
-  {
-    uint32_t w[W];
-    load_words<W>(s_words + lane * W, w);
-#pragma unroll
-    for (int i = 0; i < W; ++i) {
-      const uint32_t incl = w[i] * 0x01010101u;
-      w[i] = incl - w[i] + base * 0x01010101u;
-      base += incl >> 24;
-    }
-    store_words<W>(s_words + lane * W, w);
-  }
+  bucket_starts<W>(s_words);
   __syncwarp();
-  int pos[E];
+  int start[E];
 #pragma unroll
-  for (int j = 0; j < E; ++j) pos[j] = reinterpret_cast<const uint8_t*>(s_work)[bucket[j]];
+  for (int j = 0; j < E; ++j) start[j] = reinterpret_cast<const uint8_t*>(s_work)[bucket[j]];
   __syncwarp();  // the members overwrite the counts
   int idx[E];
   load_words<E>(s_idx + lane * E, idx);
   uint64_t comp[E];
 #pragma unroll
   for (int j = 0; j < E; ++j) {
+    // Members fill [0, k); padding writes zeros to its own slot in [k, 32E), and the lanes below
+    // kMaxBucketFill zero [32E, 32E + kMaxBucketFill): zeros (below every composite, whose keys
+    // are >= 1) from k on, with no stores to skip (a branch a slot).
+    const int i = lane * E + j;
     comp[j] = (uint64_t(key[j]) << 32) | uint32_t(~idx[j]);
-    if (lane * E + j < k) s_work[pos[j] + slot[j]] = comp[j];
+    s_work[i < k ? start[j] + slot[j] : i] = i < k ? comp[j] : 0ull;
   }
-  if (lane < kMaxBucketFill) s_work[k + lane] = 0;  // below every composite (keys are >= 1)
+  if (lane < kMaxBucketFill) s_work[E * 32 + lane] = 0;
   __syncwarp();
   if (fill > 1) {
     const uint64_t* q[E];
 #pragma unroll
-    for (int j = 0; j < E; ++j) q[j] = s_work + pos[j];
+    for (int j = 0; j < E; ++j) q[j] = s_work + start[j];
       // Two slots a step: the zeros after the members cover the overshoot.  Not unrolled: a fully
       // unrolled loop crowds the instruction cache (measured: +62% -> +48% sorted cost at k=128).
 #pragma unroll 1
     for (int m = 0; m < fill; m += 2) {
 #pragma unroll
       for (int j = 0; j < E; ++j) {
-        pos[j] += int(q[j][0] > comp[j]) + int(q[j][1] > comp[j]);
+        start[j] += int(q[j][0] > comp[j]) + int(q[j][1] > comp[j]);
         q[j] += 2;
       }
     }
   }
-  // The staged elements again (still in place; reloaded rather than kept live in registers).
+  // start[j] is now the rank.  The staged elements again (still in place; reloaded rather than
+  // kept live in registers), then each to its rank; padding to its lane's spare slot.
   load_words<E>(s_val + lane * E, val);
-  load_words<E>(s_idx + lane * E, idx);
   __syncwarp();
 #pragma unroll
   for (int j = 0; j < E; ++j) {
-    if (lane * E + j < k) {
-      s_val[pos[j]] = val[j];
-      s_idx[pos[j]] = idx[j];
-    }
+    const int dst = lane * E + j < k ? start[j] : kStageSpare + lane;
+    s_val[dst] = val[j];
+    s_idx[dst] = idx[j];
   }
   __syncwarp();
+  return true;
+}
+
+// Sorted output of a short finite row (at most 256 elements; lo < hi its minimum and maximum) by
+// one counting sort of the whole row, with no search for the k-th value first: every element gets
+// its rank in the row, and the first k ranks are the exact selection in rank order.  Each element
+// is bucketed linearly in [lo, hi] (B = 1024, bucket 0 the largest) and counted by a byte atomic;
+// the bucket starts come from one warp scan; element e of bucket b, arrived s-th, is stored as
+// the member (key, 0xFFFF - e, s) at start(b) + s.  A member whose bucket starts below k then
+// counts the greater members among the `fill` slots from its bucket's start (the row's fullest
+// bucket: later buckets hold smaller values) and, if its rank is below k, is placed there in the
+// staging area.  Only slots below k + kMaxBucketFill are stored and read, so the work area of the
+// staged sort serves.  Returns false, with the staging untouched, for ranges whose scale is not
+// finite and rows with more than kMaxBucketFill elements in one bucket (ties, outliers).
+template <int VPT, bool L, int F>
+__device__ __forceinline__ bool row_counting_sort(const ValueRow<VPT, L, F>& row, int k, float lo,
+                                                  float hi, uint64_t* s_work, float* s_val,
+                                                  int* s_idx) {
+  constexpr int B = 1024, W = B / 128;
+  static_assert(VPT * 32 <= 256, "byte counts and starts: at most 256 elements");
+  static_assert(B <= 8 * kSortWork, "the byte counts fit the work area");
+  const int lane = threadIdx.x & 31;
+  const float scale = __fdividef(float(B - 1), hi - lo);
+  if (!(scale > 0.f && scale <= FLT_MAX)) return false;  // warp-uniform
+  uint32_t* s_words = reinterpret_cast<uint32_t*>(s_work);
+  zero_bucket_counts<W>(s_words);
+  __syncwarp();
+  // Per slot: bucket << 8 | arrival (one register; the arrival is at most 255 before the fill
+  // test).  Padding is not counted.
+  int packed[VPT];
+  uint32_t top = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float u = (hi - row.v[j]) * scale;
+    const int b = int(min(uint32_t(__float_as_int(u + 8388608.f) - 0x4B000000), uint32_t(B - 1)));
+    const uint32_t s = count_in_bucket(s_words, b, row.valid(j));
+    top = row.valid(j) ? max(top, s) : top;
+    packed[j] = (b << 8) | int(s);
+  }
+  const int fill = int(warp_max(top)) + 1;
+  if (fill > kMaxBucketFill) return false;
+  __syncwarp();
+  bucket_starts<W>(s_words);
+  __syncwarp();
+  // Per slot now: member position << 8 | arrival (positions are below 256).
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const int start = reinterpret_cast<const uint8_t*>(s_work)[packed[j] >> 8];
+    packed[j] = ((start + (packed[j] & 0xFF)) << 8) | (packed[j] & 0xFF);
+  }
+  __syncwarp();                        // the members overwrite the counts
+  const int win = k + kMaxBucketFill;  // <= kSortWork
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const int e = j * 32 + lane;
+    const int pos = packed[j] >> 8;
+    const uint64_t member = (uint64_t(finite_value_key(row.v[j])) << 32) |
+                            (uint32_t(0xFFFF - e) << 16) | uint32_t(packed[j] & 0xFF);
+    if (row.valid(j) && pos < win) s_work[pos] = member;
+  }
+  // Every slot below min(cols, win) holds a member; zeros (below every member, whose keys are
+  // >= 1) from cols to win.
+  if (lane < kMaxBucketFill && row.cols + lane < win) s_work[row.cols + lane] = 0;
+  __syncwarp();
+  // A member at position p < k + kMaxBucketFill - 1 may rank below k (its bucket starts at
+  // p - arrival >= p - 15); one per lane a step, the fill slots from its bucket's start four at
+  // a time (fill <= 16: the reads stay below the bucket's start + 16 <= win).
+  const int nrank = min(row.cols, win - 1);
+  for (int p0 = 0; p0 < nrank; p0 += 32) {  // warp-uniform
+    const int p = p0 + lane;
+    const uint64_t c = p < nrank ? s_work[p] : 0ull;
+    const int start = p - int(uint32_t(c) & 0xFFFFu);
+    const bool cand = p < nrank && start < k;
+    const uint64_t* q = s_work + (cand ? start : 0);
+    int rank = start;
+#pragma unroll 1
+    for (int m = 0; m < fill; m += 4)
+      rank += int(q[m] > c) + int(q[m + 1] > c) + int(q[m + 2] > c) + int(q[m + 3] > c);
+    if (cand && rank < k) {
+      // The value back from its key (exact but for -0.0, whose key is +0.0's: marked NaN, which
+      // the flush re-reads from the input).
+      const uint32_t key = uint32_t(c >> 32);
+      s_val[rank] =
+          key == KeyTraits<float>::kZero ? __int_as_float(0x7fffffff) : from_key<float>(key);
+      s_idx[rank] = 0xFFFF - int((uint32_t(c) >> 16) & 0xFFFFu);
+    }
+  }
   return true;
 }
 
@@ -973,6 +1092,7 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
   constexpr bool kAnyOrder = stage_any_order(VPT, kSorted);
+  constexpr bool kRowSort = kSorted && VPT * 32 <= 256;  // row_counting_sort
   // The sorting kernels are launched for k <= kStageK only: the paths for larger k fold away.
   // Measured: the sorting kernel at 24 values per lane 12.5k -> 11.2k static instructions, and
   // at M = 768 the sorted output's extra time +19..31% -> +4..18% (ncu before: 29% of the stall
@@ -994,6 +1114,16 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
 
+    // Sorted output of rows up to 256 elements: one counting sort of the whole row, no search.
+    if constexpr (kRowSort) {
+      float lo, hi;
+      if (exact && finite_min_max(row, lo, hi) == 0 && lo < hi &&
+          row_counting_sort(row, k, lo, hi, s_sort[warp], s_ov[warp], s_oi[warp])) {
+        flush_staged<scalar_t, kLargest>(k, false, 0.f, 0.f, x, ov, oi, s_ov[warp], s_oi[warp],
+                                         s_sort[warp]);
+        continue;
+      }
+    }
     Cut cut = Cut::general();
     if (exact)
       cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder>(row, k, s_val[warp], s_idx[warp],
