@@ -133,6 +133,18 @@ __device__ __forceinline__ unsigned warp_sum(unsigned v) {
   return warp_reduce(v, SumOp{});
 #endif
 }
+// Inclusive prefix sum over the lanes: lane l gets the sum of lanes 0 .. l.
+template <typename T>
+__device__ __forceinline__ T warp_inclusive_sum(T v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const T t = __shfl_up_sync(kFullMask, v, o);
+    v += lane >= o ? t : T(0);
+  }
+  return v;
+}
+
 // Writes, in index order, the elements a Plan selects from a warp's register-resident row (slot j
 // of lane l is element j*32 + l).  key_of(j) gives slot j's key, value_of(j, e) its output value.
 template <int VPT, typename Key, typename scalar_t, typename KeyOf, typename ValueOf>

@@ -322,12 +322,7 @@ __device__ __forceinline__ int compact_lane_major(const ValueRow<VPT, L, F>& row
 #pragma unroll
   for (int j = 0; j < VPT; ++j) keep_bits |= keep(j, j * 32 + lane, row.v[j]) ? Bits(1) << j : 0;
   const int mine = VPT <= 32 ? __popc(uint32_t(keep_bits)) : __popcll(uint64_t(keep_bits));
-  int incl = mine;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int t = __shfl_up_sync(kFullMask, incl, o);
-    incl += lane >= o ? t : 0;
-  }
+  const int incl = warp_inclusive_sum(mine);
   int pos = incl - mine;
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
@@ -640,13 +635,7 @@ __device__ __forceinline__ void bucket_starts(uint32_t* s_words) {
   uint32_t total = 0;
 #pragma unroll
   for (int i = 0; i < W; ++i) total = __dp4a(w[i], 0x01010101u, total);  // sum of the bytes
-  uint32_t base = total;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const uint32_t t = __shfl_up_sync(kFullMask, base, o);
-    base += lane >= o ? t : 0u;
-  }
-  base -= total;
+  uint32_t base = warp_inclusive_sum(total) - total;
 #pragma unroll
   for (int i = 0; i < W; ++i) {
     const uint32_t incl = w[i] * 0x01010101u;
