@@ -8,6 +8,8 @@
 //      k + 31) and take the candidates from it, so that the selection walks the list, not the row;
 //   4. finish the bisection on the candidates alone (one ballot per step) and resolve ties at the
 //      k-th value by index.
+// The unsorted kernel for rows of 193..256 elements skips steps 2-4: it counts the whole row into
+// 1024 linear buckets and ranks only the bucket that holds the k-th element (row_bucket_cut).
 // The result is the exact set defined in rtopk_algo.h (unique, so identical to the CPU's).
 // Rows with NaN or +-inf bisect their finite range with what ranks above it counted above it
 // (NaN above +inf for the k largest, below -inf for the k smallest); a k-th element at +-inf is a
