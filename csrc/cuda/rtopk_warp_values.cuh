@@ -509,21 +509,6 @@ __device__ __forceinline__ Cut non_finite_cut(const ValueRow<VPT, L, F>& row, in
   }
 }
 
-template <int kListK, bool kAnyOrder, int VPT, bool L, int F>
-__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, int k,
-                                              float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
-                                              float (&s_lv)[kStageSlots],
-                                              int (&s_li)[kStageSlots]) {
-  float lo, hi;
-  if (finite_min_max(row, lo, hi) != 0)
-    return non_finite_cut<kListK, kAnyOrder>(row, k, s_val, s_idx, s_lv, s_li);
-  if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
-  // (Constant c_hi and hi_moved: the common case's bisection is specialised for them.)
-  return bracket_cut<kListK, kAnyOrder, true>(row, k, lo, hi, row.cols, 0, false, s_val, s_idx,
-                                              s_lv, s_li)
-      .with_top(hi);
-}
-
 // Algorithm 2 on a finite row, exactly as make_plan runs it: the first k elements >= lo.
 template <int VPT, bool L, int F>
 __device__ __forceinline__ Cut fast_early_stop_cut(const ValueRow<VPT, L, F>& row, int k,
@@ -898,9 +883,9 @@ struct RowCutCounts {
 // element comes from two warp scans (the lanes' totals, then the b*-holding lane's buckets, one per
 // lane), and the n elements of b* are ranked directly (value, then index).  Costs about what one
 // bisection pass and the count of 32 buckets per lane do, against ~7 passes and a candidate search.
-// Returns false where the caller is to bisect the bracket left in `br` instead: a crowded b* (more
-// than kCandSlots: ties, clusters) leaves that bucket's own value range, a range whose scale is
-// not finite the whole row's.
+// Returns false where the caller is to bisect the bracket in `br` instead: a crowded b* (more than
+// kCandSlots: ties, clusters) leaves that bucket's own value range there; a range whose scale is
+// not finite leaves `br` as the caller set it (the whole row's).
 struct Bracket {
   float lo, hi;  // [lo, hi) holds c_lo - c_hi elements, c_hi lie above it; hi the maximum if !moved
   int c_lo, c_hi;
@@ -917,10 +902,7 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
   const float scale = __fdividef(float(B - 1), hi - lo);
-  if (!(scale > 0.f && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) {  // warp-uniform
-    br = {lo, hi, row.cols, 0, false};
-    return false;
-  }
+  if (!(scale > 0.f && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) return false;  // uniform
   zero_bucket_counts<C::kLaneWords>(s_words);
   __syncwarp();
   // The buckets packed three to a register (10 bits each; a field test is one LOP3): fewer live
@@ -1009,6 +991,30 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
   const int src = __ffs(__ballot_sync(kFullMask, has && rank == r - 1)) - 1;
   cut = Cut::at(__shfl_sync(kFullMask, cv, src), __shfl_sync(kFullMask, ci, src));
   return true;
+}
+
+// Exact cut of any row: non-finite rows by non_finite_cut, one value by index, otherwise the
+// whole-row cut where kRowCut (s_words its counters) and the bisection of the bracket it leaves,
+// or the bisection of [min, max].
+template <int kListK, bool kAnyOrder, bool kRowCut, int VPT, bool L, int F>
+__device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, int k,
+                                              uint32_t* s_words, float (&s_val)[kCandBuf],
+                                              int (&s_idx)[kCandBuf], float (&s_lv)[kStageSlots],
+                                              int (&s_li)[kStageSlots]) {
+  float lo, hi;
+  if (finite_min_max(row, lo, hi) != 0)
+    return non_finite_cut<kListK, kAnyOrder>(row, k, s_val, s_idx, s_lv, s_li);
+  if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
+  // (Without the row cut, constant c_hi and hi_moved: the common case's bisection is specialised
+  // for them.)
+  Bracket br = {lo, hi, row.cols, 0, false};
+  if constexpr (kRowCut) {
+    Cut cut;
+    if (row_bucket_cut(row, k, lo, hi, s_words, s_val, s_idx, cut, br)) return cut;
+  }
+  return bracket_cut<kListK, kAnyOrder, true>(row, k, br.lo, br.hi, br.c_lo, br.c_hi, br.hi_moved,
+                                              s_val, s_idx, s_lv, s_li)
+      .with_top(hi);
 }
 
 // Whether the unsorted warp kernel at VPT values per lane cuts by whole-row counting
@@ -1268,27 +1274,10 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
       }
     }
     Cut cut = Cut::general();
-    if (exact) {
-      if constexpr (kRowCut) {
-        constexpr int kListK = list_max_k(VPT, kSorted);
-        float lo, hi;
-        Bracket br;
-        if (finite_min_max(row, lo, hi) != 0) {
-          cut = non_finite_cut<kListK, kAnyOrder>(row, k, s_val[warp], s_idx[warp], s_ov[warp],
-                                                  s_oi[warp]);
-        } else if (lo == hi) {
-          cut = Cut::at(lo, k - 1);
-        } else if (!row_bucket_cut(row, k, lo, hi, reinterpret_cast<uint32_t*>(s_sort[warp]),
-                                   s_val[warp], s_idx[warp], cut, br)) {
-          cut = bracket_cut<kListK, kAnyOrder, true>(row, k, br.lo, br.hi, br.c_lo, br.c_hi,
-                                                     br.hi_moved, s_val[warp], s_idx[warp],
-                                                     s_ov[warp], s_oi[warp]);
-        }
-      } else {
-        cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder>(row, k, s_val[warp], s_idx[warp],
-                                                                  s_ov[warp], s_oi[warp]);
-      }
-    }
+    if (exact)
+      cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder, kRowCut>(
+          row, k, reinterpret_cast<uint32_t*>(s_sort[warp]), s_val[warp], s_idx[warp], s_ov[warp],
+          s_oi[warp]);
     if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
     if (cut.ok && cut.list_n > 0) {
       if (cut.list_n > k) select_listed<kLargest>(cut, s_ov[warp], s_oi[warp]);
