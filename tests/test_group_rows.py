@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import rtopk
-from conftest import HAS_CUDA, bits, make_rows
+from conftest import HAS_CUDA, bits, check_invariants, make_rows
+from test_row_cut import crowded_rows
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
@@ -73,3 +74,47 @@ def test_many_rows_and_k_at_tie(M):
     xc = x.cuda()
     for k in (1, 100, 128, 300):
         same(rtopk.rtopk_ref(x, k), rtopk.rtopk(xc, k))
+
+
+# Exact mode at k >= 64 takes the whole-row bucket cut (1024 buckets of [min, max]).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("M", [3000, 4096, 8192, 16384])
+@pytest.mark.parametrize("n_crowd", [1, 32, 33, 200])
+def test_bucket_cut_crowded_bucket(M, n_crowd, dtype):
+    """The bucket of the k-th element holding 1, 32 (ranked directly), 33 or 200 elements (its own
+    range bisected), or a few repeated values (ties ranked by index); both directions."""
+    gen = torch.Generator().manual_seed(M + n_crowd)
+    for tie in (False, True):
+        x = crowded_rows(n_crowd, M, gen, tie).to(dtype)
+        above = int((x[0].double() > 0.6).sum())  # ranked above the crowd (well over 64)
+        for k in sorted({64, above + 1, above + n_crowd // 2 + 1, above + n_crowd, M // 2}):
+            for sign in (1, -1):
+                xs = (x * sign).cuda()
+                ctx = f"M={M} n_crowd={n_crowd} tie={tie} k={k} sign={sign} dtype={dtype}"
+                values, indices = rtopk.rtopk(xs, k)
+                check_invariants(xs.cpu(), k, values.cpu(), indices.cpu(), ctx)
+                same(rtopk.rtopk_ref(x * sign, k), (values, indices))
+
+
+@pytest.mark.parametrize("M", [4096, 8192])
+def test_bucket_cut_many_rows_and_scales(M):
+    """More randn rows than resident blocks (the counters are reused row after row), and ranges
+    whose bucket scale is not finite (overflowing, one ulp, denormal) or spans signed zeros."""
+    gen = torch.Generator().manual_seed(M + 1)
+    x = torch.randn(2000, M, generator=gen)
+    xc = x.cuda()
+    for k in (64, 65, 128, 129, 777):
+        same(rtopk.rtopk_ref(x, k), rtopk.rtopk(xc, k))
+        same(rtopk.topk_ref(x, k, largest=False, sorted=False), rtopk.topk(xc, k, largest=False, sorted=False))
+    fi = torch.finfo(torch.float32)
+    base = torch.randn(6, M, generator=gen, dtype=torch.float64)
+    cases = {
+        "overflowing_range": base.sign() * fi.max * 0.9,
+        "tiny_range": 1.0 + base.sign() * fi.eps,
+        "denormal_range": base * fi.smallest_normal / 8,
+        "signed_zeros": torch.where(base.abs() < 0.8, 0.0 * base.sign(), base.round()),
+    }
+    for name, xs in cases.items():
+        xs = xs.float()
+        for k in (64, 100, M // 2, M - 1):
+            same(rtopk.rtopk_ref(xs, k), rtopk.rtopk(xs.cuda(), k))

@@ -31,6 +31,7 @@ struct GroupShared {
   int cand_i[G][kCandBuf];
   float cut_t;
   int cut_idx;
+  int bucket[3];  // group_bucket_cut's b*, its count, the count above it
   __align__(16) float stage_v[G][kGroupStageK + 32];
   __align__(16) int stage_i[G][kGroupStageK + 32];
 };
@@ -202,57 +203,22 @@ __device__ __forceinline__ int group_min_max(GroupRow<VPT, G, L>& row, float& lo
   return finite ? 0 : 1;
 }
 
-// Exact cut from a bracket, as bracket_cut() in rtopk_warp_values.cuh: [lo, hi) holds c_lo - c_hi
-// elements, c_hi lie above it (hi is the closed row maximum while hi_moved is false), and
-// c_hi < k <= c_lo.  Whole-row bisection, then one warp ranks the <= 32 candidates.
-template <bool kFinite, int VPT, int G, bool L>
-__device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k, float lo,
-                                                 float hi, int c_lo, int c_hi, bool hi_moved) {
+// The cut among at most kCandSlots candidates (in_cand(j, v): slot j with value v is one, padding
+// never), c_hi elements of the row lying above all of them and c_hi < k <= c_hi + their number:
+// each warp compacts its own into shared memory, then one warp ranks them all.
+template <int VPT, int G, bool L, typename InCand>
+__device__ __forceinline__ Cut group_rank_candidates(GroupRow<VPT, G, L>& row, int k, int c_hi,
+                                                     InCand in_cand) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  for (int pass = 0; pass < kGroupFastPasses && c_lo - c_hi > 32; ++pass) {
-    const float t = KeyTraits<float>::midpoint(lo, hi);
-    if (!(lo < t && t < hi)) break;
-    const int cnt = row.template count<kFinite>(t);
-    if (cnt == k) return Cut::at(t, INT_MAX);
-    const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
-    if (cnt < k) {
-      hi = t;
-      c_hi = cnt;
-      hi_moved = true;
-    } else {
-      lo = t;
-      c_lo = cnt;
-    }
-    if (empty_half) {
-      float cmin, cmax;
-      row.bracket_range(lo, hi, hi_moved, cmin, cmax);
-      if (cmin == cmax) {
-        const int q = k - c_hi;
-        return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
-      }
-      lo = cmin;  // nothing lies in [lo, cmin): the count at lo is unchanged
-    }
-  }
-  if (c_lo - c_hi > 32) {
-    float cmin, cmax;
-    row.bracket_range(lo, hi, hi_moved, cmin, cmax);
-    if (cmin == cmax) {
-      const int q = k - c_hi;
-      return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
-    }
-    return Cut::general();
-  }
-
-  // Each warp compacts its candidates lo <= v < hi (v <= hi while hi is the row max) in index
-  // order into its own list (at most 32: the whole row has that many).
+  // Each warp compacts its candidates in index order into its own list.
   GroupShared<G>* s = row.g.s;
   const int warp = row.g.warp;
   int n = 0;
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
     const float x = row.w.v[j];
-    const bool cand = row.w.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
+    const bool cand = in_cand(j, x);
     const unsigned m = __ballot_sync(kFullMask, cand);
     if (m == 0u) continue;  // warp-uniform: most slots of a long row hold no candidate
     // Lanes with nothing to store write their own spare slot (unconditional stores).
@@ -327,15 +293,137 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
   return cut;
 }
 
+// Exact cut from a bracket, as bracket_cut() in rtopk_warp_values.cuh: [lo, hi) holds c_lo - c_hi
+// elements, c_hi lie above it (hi is the closed row maximum while hi_moved is false), and
+// c_hi < k <= c_lo.  Whole-row bisection, then one warp ranks the <= 32 candidates.
+template <bool kFinite, int VPT, int G, bool L>
+__device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k, float lo,
+                                                 float hi, int c_lo, int c_hi, bool hi_moved) {
+  for (int pass = 0; pass < kGroupFastPasses && c_lo - c_hi > 32; ++pass) {
+    const float t = KeyTraits<float>::midpoint(lo, hi);
+    if (!(lo < t && t < hi)) break;
+    const int cnt = row.template count<kFinite>(t);
+    if (cnt == k) return Cut::at(t, INT_MAX);
+    const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
+    if (cnt < k) {
+      hi = t;
+      c_hi = cnt;
+      hi_moved = true;
+    } else {
+      lo = t;
+      c_lo = cnt;
+    }
+    if (empty_half) {
+      float cmin, cmax;
+      row.bracket_range(lo, hi, hi_moved, cmin, cmax);
+      if (cmin == cmax) {
+        const int q = k - c_hi;
+        return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
+      }
+      lo = cmin;  // nothing lies in [lo, cmin): the count at lo is unchanged
+    }
+  }
+  if (c_lo - c_hi > 32) {
+    float cmin, cmax;
+    row.bracket_range(lo, hi, hi_moved, cmin, cmax);
+    if (cmin == cmax) {
+      const int q = k - c_hi;
+      return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
+    }
+    return Cut::general();
+  }
+
+  // The candidates lo <= v < hi (v <= hi while hi is the row maximum).
+  return group_rank_candidates(row, k, c_hi, [&](int j, float x) {
+    return row.w.valid(j) & !(x < lo) & (!hi_moved | (x < hi));
+  });
+}
+
+// The group kernel's whole-row cut (finite rows, lo < hi their minimum and maximum), instead of
+// bisecting [lo, hi]: every element is counted into one of kGroupBuckets linear buckets of [lo, hi]
+// (bucket 0 the largest; shared atomics), one block scan finds the bucket b* of the k-th element,
+// and b*'s elements are ranked (group_rank_candidates) or, when more than kCandSlots, bisected in
+// their own range.  One count and one scan (three barriers) against group_bracket_cut's ~5-9
+// passes of a barrier each, at about three passes' instructions: it pays from k ~ 64 on (notes
+// v20), so the kernel instance with it (kBucketCut) is launched for exact mode at such k only.
+// `hist` (kGroupBuckets words) is zero on entry and left zero.
+constexpr int kGroupBuckets = 1024;
+constexpr int64_t kGroupBucketMinK = 64;
+
+template <int VPT, int G, bool L>
+__device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k, float lo, float hi,
+                                                uint32_t* hist) {
+  constexpr int B = kGroupBuckets, kThreads = G * 32, W = B / kThreads;
+  static_assert(B % kThreads == 0 && (W == 1 || W == 2 || W % 4 == 0), "bucket layout");
+  const float scale = __fdividef(float(B - 1), hi - lo);
+  if (!(scale > 0.f && scale <= FLT_MAX && (hi - lo) * scale >= 1.f))  // block-uniform
+    return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    if (row.w.valid(j)) atomicAdd(hist + linear_bucket<B>(row.w.v[j], hi, scale), 1u);
+  }
+  __syncthreads();
+  // Thread t owns buckets t * W ...: its total, the totals of the threads before it, and the one
+  // thread whose buckets hold rank k (1-based) finds b*.  It zeroes its words for the next row
+  // (no other thread reads them; the next row's counts come after further barriers).
+  uint32_t c[W], zero[W], total = 0;
+  load_words<W>(hist + threadIdx.x * W, c);
+#pragma unroll
+  for (int i = 0; i < W; ++i) {
+    total += c[i];
+    zero[i] = 0;
+  }
+  store_words<W>(hist + threadIdx.x * W, zero);
+  const uint32_t incl = warp_inclusive_sum(total);
+  row.g.publish(__shfl_sync(kFullMask, incl, 31));
+  const int start = int(row.g.before(0) + incl - total);
+  row.g.done();
+  GroupShared<G>* s = row.g.s;
+  if (start < k && k <= start + int(total)) {
+    int above = start;
+#pragma unroll
+    for (int i = 0; i < W; ++i) {
+      if (above < k && k <= above + int(c[i])) {
+        s->bucket[0] = int(threadIdx.x) * W + i;
+        s->bucket[1] = int(c[i]);
+        s->bucket[2] = above;
+      }
+      above += int(c[i]);
+    }
+  }
+  __syncthreads();  // (the slots are written again only after the next row's first exchange)
+  const int bstar = uniform(s->bucket[0]), n = uniform(s->bucket[1]), c_hi = uniform(s->bucket[2]);
+  const auto in_bstar = [&](int j, float x) {
+    return row.w.valid(j) & (linear_bucket<B>(x, hi, scale) == bstar);
+  };
+  if (n <= kCandSlots) return group_rank_candidates(row, k, c_hi, in_bstar);
+  // Crowded: b*'s own range.  Earlier buckets hold only values above it, later ones only below.
+  const float kInf = __int_as_float(0x7f800000);
+  float mn = kInf, mx = -kInf;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const bool in = in_bstar(j, row.w.v[j]);
+    mn = in ? fminf(mn, row.w.v[j]) : mn;
+    mx = in ? fmaxf(mx, row.w.v[j]) : mx;
+  }
+  row.g.template publish<2>({uint32_t(warp_min(ordered(mn))), uint32_t(warp_max(ordered(mx)))});
+  const float cmin = unordered(row.g.min_int(0)), cmax = unordered(row.g.max_int(1));
+  row.g.done();
+  if (cmin == cmax)
+    return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, k - c_hi));
+  return group_bracket_cut<true>(row, k, cmin, nextafterf(cmax, kInf), c_hi + n, c_hi, true);
+}
+
 // Exact cut of a group row, or !ok with `plan` set (the k-th element is NaN) or unset (the general
 // path).  NaN ranks above +inf when largest, below -inf otherwise.
 template <int VPT, int G, bool L>
 __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, bool& have_plan,
-                                               Plan<uint32_t>& plan) {
+                                               Plan<uint32_t>& plan, uint32_t* hist) {
   using T = KeyTraits<float>;
   float lo, hi;
   if (group_min_max(row, lo, hi) == 0) {
     if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
+    if (hist != nullptr) return group_bucket_cut(row, k, lo, hi, hist);
     return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
   }
   // NaN or +-inf: the finite range, and the elements above and below it.
@@ -450,7 +538,7 @@ __device__ __forceinline__ void group_emit(GroupRow<VPT, G, L>& row, int k, Take
 // Blocks per SM: 16 warps, 128 registers (the 32 values per lane and the search spill below that).
 constexpr int group_min_blocks(int G) { return G <= 16 ? 16 / G : 1; }
 
-template <typename scalar_t, int G, int VPT, bool kLargest>
+template <typename scalar_t, int G, int VPT, bool kLargest, bool kBucketCut>
 __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
     group_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                         int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
@@ -459,6 +547,7 @@ __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
   using Key = KeyTraits<float>::Key;
   constexpr int S = VPT * 32;
   __shared__ GroupShared<G> sh;
+  __shared__ __align__(16) uint32_t hist[kGroupBuckets];
   const int lane = threadIdx.x & 31;
   Group<G> grp{&sh, 0, int(threadIdx.x / 32)};
   const bool exact = max_iter < 0 && !(eps > 0.f);
@@ -469,6 +558,10 @@ __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
   row.g = grp;
   row.w.cols = max(0, min(cols - row.base, S));
   row.w.npad = S - row.w.cols;
+  if (kBucketCut && exact) {
+    for (int i = threadIdx.x; i < kGroupBuckets; i += G * 32) hist[i] = 0;
+    __syncthreads();
+  }
 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const scalar_t* x = in + r * cols;
@@ -484,7 +577,7 @@ __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
     Cut cut = Cut::general();
     bool have_plan = false;
     Plan<Key> plan{0u, 0u, 0};
-    if (exact) cut = group_exact_cut(row, k, have_plan, plan);
+    if (exact) cut = group_exact_cut(row, k, have_plan, plan, kBucketCut ? hist : nullptr);
     if (early_stop) cut = group_early_stop_cut(row, k, max_iter);
     if (cut.ok) {
       // NaN ranks above every t when largest (!(v <= t)), below it otherwise.

@@ -414,15 +414,26 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
 }
 
 // One block of G warps per row (16/32-bit rows of up to 32 * VPT * G elements).  The grid is
-// what fits on the device at once; each block then walks rows.
+// what fits on the device at once; each block then walks rows.  Exact mode at k >= 64 takes the
+// instance with the whole-row bucket cut (group_bucket_cut); below, the bisection costs less.
 template <typename scalar_t, int G, int VPT>
 void launch_group_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                        cudaStream_t stream) {
-  const auto kernel = a.largest ? group_values_kernel<scalar_t, G, VPT, true>
-                                : group_values_kernel<scalar_t, G, VPT, false>;
-  const unsigned grid = resident_grid(kernel, G * 32, a.rows, a.num_sms);
-  kernel<<<grid, G * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
-                                      static_cast<int>(a.k), a.max_iter, static_cast<float>(a.eps));
+  const auto launch = [&](auto kernel) {
+    const unsigned grid = resident_grid(kernel, G * 32, a.rows, a.num_sms);
+    kernel<<<grid, G * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
+                                        static_cast<int>(a.k), a.max_iter,
+                                        static_cast<float>(a.eps));
+  };
+  const bool bucket_cut =
+      a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f) && a.k >= kGroupBucketMinK;
+  if (a.largest) {
+    bucket_cut ? launch(group_values_kernel<scalar_t, G, VPT, true, true>)
+               : launch(group_values_kernel<scalar_t, G, VPT, true, false>);
+  } else {
+    bucket_cut ? launch(group_values_kernel<scalar_t, G, VPT, false, true>)
+               : launch(group_values_kernel<scalar_t, G, VPT, false, false>);
+  }
 }
 
 // 16/32-bit rows longer than a warp's registers hold (kWarpMaxCols) and up to kGroupMaxCols
