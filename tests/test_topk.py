@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import rtopk
-from conftest import DEVICES, DTYPES, HAS_CUDA, bits, make_rows
+from conftest import DEVICES, DTYPES, HAS_CUDA, bits, check_invariants, make_rows
 
 TOPK_KINDS = ["randn", "ties", "signed_zeros", "inf", "nan", "all_nan", "equal", "near_max", "few_ulps"]
 CASES = [  # (shape, dim, k): dims of every position, rows below / above a warp's 2048 and 32 multiples
@@ -417,3 +417,26 @@ def test_replace_torch_topk_model_runs_unchanged():
     with rtopk.replace_torch_topk():
         got = model(h)
     assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("M", [1100, 1600, 2048])
+def test_topk_nan_payloads_with_direct_writes(device, dtype, M):
+    """k > 128 with 16-bit rows of 1025..2048 elements: the warp kernel writes its outputs directly
+    and restores each NaN's own bits (sign and payload) from the input afterwards."""
+    gen = torch.Generator().manual_seed(M)
+    x = torch.randn(5, M, generator=gen).to(dtype)
+    exp = 0x7C00 if dtype == torch.float16 else 0x7F80
+    payload = torch.randint(1, 0x3FF if dtype == torch.float16 else 0x7F, (5, M), generator=gen)
+    sign = torch.randint(0, 2, (5, M), generator=gen) * -0x8000
+    nan_bits = (exp | payload | sign).to(torch.int16)
+    u = torch.rand(5, M, generator=gen)
+    x = torch.where(u < 0.2, nan_bits.view(dtype), x)
+    xd = x.to(device)
+    for k in (129, 300, M // 2, M):
+        for largest in (True, False):
+            ctx = f"M={M} k={k} largest={largest} {dtype} {device}"
+            got = rtopk.topk(xd, k, largest=largest, sorted=False)
+            check_invariants(x, k, got[0].cpu(), got[1].cpu(), ctx)
+            assert_same_as_torch(xd, k, -1, largest, False, got, ctx)

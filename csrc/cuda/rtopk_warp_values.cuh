@@ -1115,6 +1115,7 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, in
   const unsigned lanes_below = (1u << lane) - 1u;
   const bool stage = k <= kStageK;
   int written = 0;
+  bool nan_out = false;  // this lane wrote a NaN directly
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
     if (written >= k) break;  // warp-uniform
@@ -1129,10 +1130,24 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, in
       s_ov[slot] = v;
       s_oi[slot] = e;
     } else if (keep) {
-      ov[pos] = out_value<L>(v, x + e);
+      if constexpr (sizeof(scalar_t) == 2) {
+        // NaN's own bits come from the input afterwards: a re-read here, one 64-bit address a
+        // slot, made the 16-bit kernels at 64 values per lane spill 744 bytes (notes v20).
+        ov[pos] = Elem<scalar_t>::from_compute(directed<L>(v));
+        nan_out |= v != v;
+      } else {
+        ov[pos] = out_value<L>(v, x + e);
+      }
       oi[pos] = e;
     }
     written += __popc(take_mask);
+  }
+  if (sizeof(scalar_t) == 2 && !stage && __any_sync(kFullMask, nan_out)) {
+    __syncwarp();  // the direct stores above are visible to the whole warp
+    for (int p = lane; p < min(written, k); p += 32) {
+      const float o = Elem<scalar_t>::to_compute(ov[p]);
+      if (o != o) ov[p] = x[oi[p]];
+    }
   }
 }
 
