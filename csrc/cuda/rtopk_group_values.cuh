@@ -10,9 +10,9 @@
 // fast path too; a k-th element that is NaN becomes a Plan.  Algorithm 2 on finite rows runs the
 // warp kernel's cheap midpoints; everything else (eps, rows that do not narrow) runs the shared
 // make_plan() on a group-wide Row.  Results are bit-identical to the CPU's (same counts, same
-// arithmetic).  Outputs come out in index order: up to kGroupStageK per warp are staged in shared
-// memory and written with coalesced stores at the warp's offset (one exchange of per-warp counts);
-// larger k counts each warp's share first and writes directly.
+// arithmetic).  Outputs come out in index order: up to group_stage_k(G) per warp are staged in
+// shared memory and written with coalesced stores at the warp's offset (one exchange of per-warp
+// counts); larger k counts each warp's share first and writes directly.
 #pragma once
 
 #include "rtopk_warp_values.cuh"
@@ -20,7 +20,9 @@
 namespace rtopk {
 namespace cuda_detail {
 
-constexpr int kGroupStageK = 128;
+// Outputs staged per warp: up to 512 (34 KB of staging at 8 warps; the static shared memory stays
+// under 48 KB), 128 at 16 warps.  Above it each warp counts its share first and writes directly.
+constexpr int group_stage_k(int G) { return G <= 8 ? 512 : 128; }
 
 constexpr int kGroupFastPasses = 24;  // whole-row bisection passes before falling back
 
@@ -32,8 +34,8 @@ struct GroupShared {
   float cut_t;
   int cut_idx;
   int bucket[3];  // group_bucket_cut's b*, its count, the count above it
-  __align__(16) float stage_v[G][kGroupStageK + 32];
-  __align__(16) int stage_i[G][kGroupStageK + 32];
+  __align__(16) float stage_v[G][group_stage_k(G) + 32];
+  __align__(16) int stage_i[G][group_stage_k(G) + 32];
 };
 
 // A value every lane of the warp holds, made visibly warp-uniform to the compiler (values read
@@ -478,15 +480,16 @@ __device__ __forceinline__ Cut group_early_stop_cut(GroupRow<VPT, G, L>& row, in
 }
 
 // Writes, in index order, the first k elements of the row that take_of(j, e, v) accepts (a pure
-// function of the element).  k <= kGroupStageK: each warp stages its share in shared memory, then
-// writes it with coalesced stores at its offset; otherwise each warp counts its share first and
-// writes directly.
+// function of the element).  k <= group_stage_k(G): each warp stages its share in shared memory,
+// then writes it with coalesced stores at its offset; otherwise each warp counts its share first
+// and writes directly.
 template <typename scalar_t, int VPT, int G, bool L, typename TakeOf>
 __device__ __forceinline__ void group_emit(GroupRow<VPT, G, L>& row, int k, TakeOf take_of,
                                            const scalar_t* x, scalar_t* ov, int64_t* oi) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const bool stage = k <= kGroupStageK;
+  constexpr int kStage = group_stage_k(G);
+  const bool stage = k <= kStage;
   GroupShared<G>* s = row.g.s;
   const int warp = row.g.warp;
   float* s_v = s->stage_v[warp];
@@ -511,7 +514,7 @@ __device__ __forceinline__ void group_emit(GroupRow<VPT, G, L>& row, int k, Take
     if (take_mask == 0u) continue;  // warp-uniform
     const int pos = written + __popc(take_mask & lanes_below);
     if (stage) {
-      const int slot = take && pos < k ? pos : kGroupStageK + lane;  // own spare slot
+      const int slot = take && pos < k ? pos : kStage + lane;  // own spare slot
       s_v[slot] = v;
       s_i[slot] = e;
     } else if (take && base + pos < k) {
