@@ -440,3 +440,25 @@ def test_topk_nan_payloads_with_direct_writes(device, dtype, M):
             got = rtopk.topk(xd, k, largest=largest, sorted=False)
             check_invariants(x, k, got[0].cpu(), got[1].cpu(), ctx)
             assert_same_as_torch(xd, k, -1, largest, False, got, ctx)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("M", [800, 1024, 1500, 2048])
+def test_topk_staged_k_up_to_512(device, dtype, M):
+    """Rows of 769..2048 elements with k around 128 and 512: the warp kernel stages up to 512 outputs
+    (coalesced stores) and writes more directly; every mode against the reference / the CPU."""
+    gen = torch.Generator().manual_seed(11 * M)
+    for kind in ("randn", "ties", "nan", "inf"):
+        x = make_rows(kind, (6, M), dtype, "cpu", gen)
+        xd = x.to(device)
+        for k in (128, 129, 200, 511, 512, 513):
+            for largest in (True, False):
+                ctx = f"kind={kind} M={M} k={k} largest={largest} {dtype} {device}"
+                got = rtopk.topk(xd, k, largest=largest, sorted=False)
+                check_invariants(x, k, got[0].cpu(), got[1].cpu(), ctx)
+                assert_same_as_torch(xd, k, -1, largest, False, got, ctx)
+            for mode in (dict(max_iter=4), dict(eps=1e-2)):
+                a, b = rtopk.rtopk(x, k, **mode), rtopk.rtopk(xd, k, **mode)
+                assert torch.equal(a[1], b[1].cpu()), f"{mode} {kind} M={M} k={k}"
+                assert torch.equal(bits(a[0]), bits(b[0].cpu())), f"{mode} {kind} M={M} k={k}"

@@ -39,6 +39,8 @@ constexpr int kCandBuf = kCandSlots + 32;
 // than k above it, at most 32 in it: at most kStageK + 31), then the selected ones.
 constexpr int kStageSpare = kStageK + 32;
 constexpr int kStageSlots = kStageSpare + 32;
+// Unsorted outputs staged up to this k by the kernels of 32+ values per lane (notes v20).
+constexpr int kWideStageK = 512;
 
 // Directed key (rtopk_algo.h) of a directed value.
 __device__ __forceinline__ uint32_t value_key(float v, bool largest) {
@@ -1104,16 +1106,16 @@ __device__ __forceinline__ void bitonic_sort_staged(int k, float* s_val, int* s_
 }
 
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
-// (called once per slot by every lane, in order, so it may ballot).  Up to kStageK outputs are
-// staged in shared memory for flush_staged(); more are written straight out in index order.
-template <typename scalar_t, int VPT, bool L, int F, typename TakeOf>
+// (called once per slot by every lane, in order, so it may ballot).  Up to kCap outputs are
+// staged in shared memory (s_ov/s_oi: kStageSlots, or kCap + 32 above kStageK) for
+// flush_staged() or flush_staged_index_order(); more are written straight out in index order.
+template <int kCap, typename scalar_t, int VPT, bool L, int F, typename TakeOf>
 __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, int k, TakeOf take_of,
                                               const scalar_t* x, scalar_t* ov, int64_t* oi,
-                                              float (&s_ov)[kStageSlots],
-                                              int (&s_oi)[kStageSlots]) {
+                                              float* s_ov, int* s_oi) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const bool stage = k <= kStageK;
+  const bool stage = k <= kCap;
   int written = 0;
   bool nan_out = false;  // this lane wrote a NaN directly
 #pragma unroll
@@ -1126,7 +1128,8 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, in
     const int pos = written + __popc(take_mask & lanes_below);
     const bool keep = take && pos < k;
     if (stage) {
-      const int slot = keep ? pos : kStageSpare + lane;  // own spare slot, as in the compaction
+      // Own spare slot, as in the compaction (after the list's slots at kStageK).
+      const int slot = keep ? pos : (kCap == kStageK ? kStageSpare : kCap) + lane;
       s_ov[slot] = v;
       s_oi[slot] = e;
     } else if (keep) {
@@ -1173,6 +1176,20 @@ __device__ __forceinline__ void select_listed(const Cut& cut, float (&s_v)[kStag
     s_i[slot] = e;
     written += __popc(m);
   }
+}
+
+// Writes k staged outputs (index order) with coalesced stores.
+template <typename scalar_t, bool kLargest>
+__device__ __forceinline__ void flush_staged_index_order(int k, const scalar_t* x, scalar_t* ov,
+                                                         int64_t* oi, const float* s_ov,
+                                                         const int* s_oi) {
+  __syncwarp();
+  for (int p = threadIdx.x & 31; p < k; p += 32) {
+    const int e = s_oi[p];
+    ov[p] = out_value<kLargest>(s_ov[p], x + e);
+    oi[p] = e;
+  }
+  __syncwarp();  // the staging row is rewritten by this warp's next row
 }
 
 // Writes the staged outputs of a row (k <= kStageK) with coalesced stores: in staging order (index
@@ -1237,8 +1254,12 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   constexpr int kWarps = kWarpBlockThreads / 32;
   __shared__ float s_val[kWarps][kCandBuf];
   __shared__ int s_idx[kWarps][kCandBuf];
-  __shared__ __align__(16) float s_ov[kWarps][kStageSlots];  // (16: the sort's vector loads)
-  __shared__ __align__(16) int s_oi[kWarps][kStageSlots];
+  // Unsorted kernels of 32+ values per lane stage up to kWideStageK outputs (k = 129..512 would
+  // otherwise be written straight out: a partial store a slot); their staging rows are that long.
+  constexpr int kEmitCap = !kSorted && VPT >= 32 ? kWideStageK : kStageK;
+  constexpr int kStageRow = kEmitCap + 32 > kStageSlots ? kEmitCap + 32 : kStageSlots;
+  __shared__ __align__(16) float s_ov_rows[kWarps][kStageRow];  // (16: the sort's vector loads)
+  __shared__ __align__(16) int s_oi_rows[kWarps][kStageRow];
   constexpr bool kRowCut = row_cut_kernel(VPT, kSorted);
   // The counting sort's work area; the whole-row cut's counters.
   __shared__ __align__(16) uint64_t s_sort[kWarps][kSorted || kRowCut ? kSortWork : 1];
@@ -1253,6 +1274,9 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
   const int warp =
       kUniformRows ? __shfl_sync(kFullMask, int(threadIdx.x / 32), 0) : int(threadIdx.x / 32);
   const int64_t stride = int64_t(gridDim.x) * kWarps;
+  // This warp's staging row, seen as the kStageSlots the list and the staged sort work in.
+  float(&s_ov)[kStageSlots] = *reinterpret_cast<float(*)[kStageSlots]>(s_ov_rows[warp]);
+  int(&s_oi)[kStageSlots] = *reinterpret_cast<int(*)[kStageSlots]>(s_oi_rows[warp]);
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
   constexpr bool kAnyOrder = stage_any_order(VPT, kSorted);
@@ -1282,20 +1306,18 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
     if constexpr (kRowSort) {
       float lo, hi;
       if (exact && finite_min_max(row, lo, hi) == 0 && lo < hi &&
-          row_counting_sort(row, k, lo, hi, s_sort[warp], s_ov[warp], s_oi[warp])) {
-        flush_staged<scalar_t, kLargest>(k, false, 0.f, 0.f, x, ov, oi, s_ov[warp], s_oi[warp],
-                                         s_sort[warp]);
+          row_counting_sort(row, k, lo, hi, s_sort[warp], s_ov, s_oi)) {
+        flush_staged<scalar_t, kLargest>(k, false, 0.f, 0.f, x, ov, oi, s_ov, s_oi, s_sort[warp]);
         continue;
       }
     }
     Cut cut = Cut::general();
     if (exact)
       cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder, kRowCut>(
-          row, k, reinterpret_cast<uint32_t*>(s_sort[warp]), s_val[warp], s_idx[warp], s_ov[warp],
-          s_oi[warp]);
+          row, k, reinterpret_cast<uint32_t*>(s_sort[warp]), s_val[warp], s_idx[warp], s_ov, s_oi);
     if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
     if (cut.ok && cut.list_n > 0) {
-      if (cut.list_n > k) select_listed<kLargest>(cut, s_ov[warp], s_oi[warp]);
+      if (cut.list_n > k) select_listed<kLargest>(cut, s_ov, s_oi);
     } else if (kAnyOrder && exact && cut.ok && k <= kStageK) {
       // An exact cut selects exactly k elements, and the sort ranks them: any staging order.
       compact_lane_major(
@@ -1303,21 +1325,21 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
           [&](int j, int e, float v) {
             return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
           },
-          s_ov[warp], s_oi[warp], kStageSpare);
+          s_ov, s_oi, kStageSpare);
     } else if (cut.ok) {
-      emit_selected(
+      emit_selected<kEmitCap>(
           row, k,
           [&](int j, int e, float v) {
             return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
           },
-          x, ov, oi, s_ov[warp], s_oi[warp]);
+          x, ov, oi, s_ov, s_oi);
     } else {
       // A NaN plan: the NaN key is the highest (largest) or the lowest, 1 (smallest).
       const Key nan_key = largest ? ~Key(0) : Key(1);
       const Plan<Key> plan = cut.nan_plan ? Plan<Key>{nan_key, nan_key, cut.quota}
                                           : make_plan<float>(row, k, max_iter, eps);
       int64_t ties = 0;
-      emit_selected(
+      emit_selected<kEmitCap>(
           row, k,
           [&](int j, int, float v) {
             const Key key = value_key(v, largest);
@@ -1328,12 +1350,15 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
             ties += __popc(tie_mask);
             return take;
           },
-          x, ov, oi, s_ov[warp], s_oi[warp]);
+          x, ov, oi, s_ov, s_oi);
     }
-    if (k <= kStageK)
+    if (k <= kStageK) {
       // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.
       flush_staged<scalar_t, kLargest>(k, kSorted, cut.t, cut.ok && cut.top_known ? cut.top : cut.t,
-                                       x, ov, oi, s_ov[warp], s_oi[warp], s_sort[warp]);
+                                       x, ov, oi, s_ov, s_oi, s_sort[warp]);
+    } else if (k <= kEmitCap) {
+      flush_staged_index_order<scalar_t, kLargest>(k, x, ov, oi, s_ov_rows[warp], s_oi_rows[warp]);
+    }
   }
 }
 
