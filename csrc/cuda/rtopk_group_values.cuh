@@ -6,13 +6,15 @@
 // partials are double-buffered so that the next exchange cannot overwrite a slot still being
 // read).  Exact mode takes the same fast path as the warp kernel (rtopk_warp_values.cuh):
 // value-space midpoints until at most 32 elements remain in the bracket, then one warp ranks the
-// candidates.  NaN and +-inf are counted above or below the finite bracket, so they stay on the
-// fast path too; a k-th element that is NaN becomes a Plan.  Algorithm 2 on finite rows runs the
-// warp kernel's cheap midpoints; everything else (eps, rows that do not narrow) runs the shared
-// make_plan() on a group-wide Row.  Results are bit-identical to the CPU's (same counts, same
-// arithmetic).  Outputs come out in index order: up to group_stage_k(G) per warp are staged in
-// shared memory and written with coalesced stores at the warp's offset (one exchange of per-warp
-// counts); larger k counts each warp's share first and writes directly.
+// candidates; at k >= 64 finite rows are cut by whole-row bucket counting instead
+// (group_bucket_cut, a separate kernel instance).  NaN and +-inf are counted above or below the
+// finite bracket, so they stay on the fast path too; a k-th element that is NaN becomes a Plan.
+// Algorithm 2 on finite rows runs the warp kernel's cheap midpoints; everything else (eps, rows
+// that do not narrow) runs the shared make_plan() on a group-wide Row.  Results are bit-identical
+// to the CPU's (same counts, same arithmetic).  Outputs come out in index order: up to
+// group_stage_k(G) per warp are staged in shared memory and written with coalesced stores at the
+// warp's offset (one exchange of per-warp counts); larger k counts each warp's share first and
+// writes directly.
 #pragma once
 
 #include "rtopk_warp_values.cuh"

@@ -17,8 +17,9 @@
 // midpoints as make_plan() with a cheaper count.  Rows where the bracket cannot be narrowed to 32
 // elements, max_iter on non-finite rows and the eps mode run the shared make_plan() on a
 // value-backed Row instead.  Selected elements are staged in shared memory and written with
-// coalesced stores when k <= kStageK, after an in-warp counting sort when rank order is asked
-// for.  The k smallest are found as the k largest of -x.
+// coalesced stores when k <= kStageK (kWideStageK in the unsorted kernels of 32+ values per
+// lane), after an in-warp counting sort when rank order is asked for.  The k smallest are found as
+// the k largest of -x.
 #pragma once
 
 #include <cfloat>
