@@ -359,8 +359,8 @@ __device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k,
                                                 uint32_t* hist) {
   constexpr int B = kGroupBuckets, kThreads = G * 32, W = B / kThreads;
   static_assert(B % kThreads == 0 && (W == 1 || W == 2 || W % 4 == 0), "bucket layout");
-  const float scale = __fdividef(float(B - 1), hi - lo);
-  if (!(scale > 0.f && scale <= FLT_MAX && (hi - lo) * scale >= 1.f))  // block-uniform
+  float scale;
+  if (!linear_bucket_scale<B>(lo, hi, scale))  // block-uniform
     return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {

@@ -785,6 +785,14 @@ __device__ __forceinline__ int linear_bucket(float v, float hi, float scale) {
   return int(min(uint32_t(__float_as_int(u + 8388608.f) - 0x4B000000), uint32_t(B - 1)));
 }
 
+// The scale of linear_bucket<B> for the range [lo, hi], lo < hi; false where it is not finite or
+// does not span a bucket (overflowing or denormal ranges), for which the callers bisect instead.
+template <int B>
+__device__ __forceinline__ bool linear_bucket_scale(float lo, float hi, float& scale) {
+  scale = __fdividef(float(B - 1), hi - lo);
+  return scale > 0.f && scale <= FLT_MAX && (hi - lo) * scale >= 1.f;
+}
+
 // Sorted output of a short finite row (at most 256 elements; lo < hi its minimum and maximum) by
 // one counting sort of the whole row, with no search for the k-th value first: every element gets
 // its rank in the row, and the first k ranks are the exact selection in rank order.  Each element
@@ -904,8 +912,8 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
   static_assert(VPT * 32 <= 256, "byte counters: at most 256 elements");
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  const float scale = __fdividef(float(B - 1), hi - lo);
-  if (!(scale > 0.f && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) return false;  // uniform
+  float scale;
+  if (!linear_bucket_scale<B>(lo, hi, scale)) return false;  // warp-uniform
   zero_bucket_counts<C::kLaneWords>(s_words);
   __syncwarp();
   // The buckets packed three to a register (10 bits each; a field test is one LOP3): fewer live
@@ -1109,7 +1117,7 @@ __device__ __forceinline__ void bitonic_sort_staged(int k, float* s_val, int* s_
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kCap outputs are
 // staged in shared memory (s_ov/s_oi: kStageSlots, or kCap + 32 above kStageK) for
-// flush_staged() or flush_staged_index_order(); more are written straight out in index order.
+// flush_staged(); more are written straight out in index order.
 template <int kCap, typename scalar_t, int VPT, bool L, int F, typename TakeOf>
 __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, int k, TakeOf take_of,
                                               const scalar_t* x, scalar_t* ov, int64_t* oi,
@@ -1179,27 +1187,12 @@ __device__ __forceinline__ void select_listed(const Cut& cut, float (&s_v)[kStag
   }
 }
 
-// Writes k staged outputs (index order) with coalesced stores.
-template <typename scalar_t, bool kLargest>
-__device__ __forceinline__ void flush_staged_index_order(int k, const scalar_t* x, scalar_t* ov,
-                                                         int64_t* oi, const float* s_ov,
-                                                         const int* s_oi) {
-  __syncwarp();
-  for (int p = threadIdx.x & 31; p < k; p += 32) {
-    const int e = s_oi[p];
-    ov[p] = out_value<kLargest>(s_ov[p], x + e);
-    oi[p] = e;
-  }
-  __syncwarp();  // the staging row is rewritten by this warp's next row
-}
-
-// Writes the staged outputs of a row (k <= kStageK) with coalesced stores: in staging order (index
-// order, as the unsorted contract wants), or in rank order when `sorted`.
+// Writes the staged outputs of a row with coalesced stores: in staging order (index order, as the
+// unsorted contract wants), or in rank order when `sorted` (k <= kStageK).
 template <typename scalar_t, bool kLargest>
 __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, float hi_hint,
                                              const scalar_t* x, scalar_t* ov, int64_t* oi,
-                                             float (&s_ov)[kStageSlots], int (&s_oi)[kStageSlots],
-                                             uint64_t* s_work) {
+                                             float* s_ov, int* s_oi, uint64_t* s_work) {
   const int lane = threadIdx.x & 31;
   __syncwarp();
   if (sorted && k > 1) {
@@ -1353,13 +1346,11 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
           },
           x, ov, oi, s_ov, s_oi);
     }
-    if (k <= kStageK) {
-      // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.
+    if (k <= kEmitCap)  // (the sorting kernels' kEmitCap is kStageK)
+      // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.  (The whole
+      // staging rows: k may pass kStageSlots here.)
       flush_staged<scalar_t, kLargest>(k, kSorted, cut.t, cut.ok && cut.top_known ? cut.top : cut.t,
-                                       x, ov, oi, s_ov, s_oi, s_sort[warp]);
-    } else if (k <= kEmitCap) {
-      flush_staged_index_order<scalar_t, kLargest>(k, x, ov, oi, s_ov_rows[warp], s_oi_rows[warp]);
-    }
+                                       x, ov, oi, s_ov_rows[warp], s_oi_rows[warp], s_sort[warp]);
   }
 }
 
