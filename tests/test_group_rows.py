@@ -118,3 +118,48 @@ def test_bucket_cut_many_rows_and_scales(M):
         xs = xs.float()
         for k in (64, 100, M // 2, M - 1):
             same(rtopk.rtopk_ref(xs, k), rtopk.rtopk(xs.cuda(), k))
+
+
+def filter_rows(kind, M, k, gen):
+    """One row aimed at a branch of the group kernel's filter path (exact mode, k <= M / 16)."""
+    x = torch.randn(M, generator=gen, dtype=torch.float64)
+    if kind == "spikes_on_sample":  # the sampled elements (one a thread, 4 or 8 warps) are the largest
+        for G in (4, 8):
+            x[torch.arange(G * 32) * M // (G * 32)] = 50 + torch.rand(G * 32, generator=gen, dtype=torch.float64)
+    elif kind == "one_warp":  # the top of the row inside the first warp's segment: its list overflows
+        x[: M // 4] += 6.0
+    elif kind == "ascending":
+        x = x.sort().values
+    elif kind == "two_values":
+        x = torch.where(x > 0, 1.5, -0.5)
+    elif kind in ("tie_at_kth", "cluster_at_kth"):  # 40 elements at the k-th value, or within 1e-6 of it
+        pos = torch.randperm(M, generator=gen)
+        x = x.clamp(-3, 3)
+        x[pos[: k - 1]] = 10 + torch.rand(k - 1, generator=gen, dtype=torch.float64)
+        crowd = torch.full((40,), 5.0, dtype=torch.float64)
+        if kind == "cluster_at_kth":
+            crowd += torch.rand(40, generator=gen, dtype=torch.float64) * 1e-6
+        x[pos[k - 1 : k + 39]] = crowd
+    elif kind == "heavy_tail":
+        x = x**7
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("M", [2049, 3000, 4096, 6001, 8192])
+def test_filter_path_rows(M, dtype):
+    """Rows that the filter path's sample misjudges (fewer than k listed, a warp's list over its
+    capacity, an expected list too large), crowds at the k-th value (one value: first by index;
+    several: the whole-row path), interleaved row after row with randn rows in one call so that the
+    bucket counters left by every branch are reused; k around M / 16 (the filter's limit)."""
+    gen = torch.Generator().manual_seed(M)
+    kinds = ["randn", "spikes_on_sample", "one_warp", "ascending", "two_values", "tie_at_kth", "cluster_at_kth",
+             "heavy_tail"]
+    for k in sorted({1, 8, 64, M // 16 - 1, M // 16, M // 16 + 1}):
+        x = torch.stack([filter_rows(kinds[r % len(kinds)], M, k, gen) for r in range(700)]).to(dtype)
+        xc = x.cuda()
+        for largest in (True, False):
+            ref = rtopk.topk_ref(x, k, largest=largest, sorted=False)
+            got = rtopk.topk(xc, k, largest=largest, sorted=False)
+            check_invariants(x, k, got[0].cpu(), got[1].cpu(), f"M={M} k={k} largest={largest} {dtype}")
+            same(ref, got)

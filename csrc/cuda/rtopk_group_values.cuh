@@ -7,8 +7,11 @@
 // read).  Exact mode takes the same fast path as the warp kernel (rtopk_warp_values.cuh):
 // value-space midpoints until at most 32 elements remain in the bracket, then one warp ranks the
 // candidates; at k >= 64 finite rows are cut by whole-row bucket counting instead
-// (group_bucket_cut, a separate kernel instance).  NaN and +-inf are counted above or below the
-// finite bracket, so they stay on the fast path too; a k-th element that is NaN becomes a Plan.
+// (group_bucket_cut, a separate kernel instance).  Where k <= M / 16 (G <= 8), a finite row is
+// first filtered (group_filter_topk): a sample gives a threshold, each warp lists its elements
+// above it, the cut and the outputs come from the lists alone; a row the sample misjudges falls
+// back to the whole-row path.  NaN and +-inf are counted above or below the finite bracket, so
+// they stay on the fast path too; a k-th element that is NaN becomes a Plan.
 // Algorithm 2 on finite rows runs the warp kernel's cheap midpoints; everything else (eps, rows
 // that do not narrow) runs the shared make_plan() on a group-wide Row.  Results are bit-identical
 // to the CPU's (same counts, same arithmetic).  Outputs come out in index order: up to
@@ -207,37 +210,20 @@ __device__ __forceinline__ int group_min_max(GroupRow<VPT, G, L>& row, float& lo
   return finite ? 0 : 1;
 }
 
-// The cut among at most kCandSlots candidates (in_cand(j, v): slot j with value v is one, padding
-// never), c_hi elements of the row lying above all of them and c_hi < k <= c_hi + their number:
-// each warp compacts its own into shared memory, then one warp ranks them all.
-template <int VPT, int G, bool L, typename InCand>
-__device__ __forceinline__ Cut group_rank_candidates(GroupRow<VPT, G, L>& row, int k, int c_hi,
-                                                     InCand in_cand) {
+// The cut at rank r (1-based) among the candidates the warps have compacted into their cand
+// lists (n in this warp's, at most kCandSlots in all): one exchange, then one warp ranks them.
+template <int G>
+__device__ __forceinline__ Cut group_rank_lists(Group<G>& g, int n, int r) {
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  // Each warp compacts its candidates in index order into its own list.
-  GroupShared<G>* s = row.g.s;
-  const int warp = row.g.warp;
-  int n = 0;
-#pragma unroll
-  for (int j = 0; j < VPT; ++j) {
-    const float x = row.w.v[j];
-    const bool cand = in_cand(j, x);
-    const unsigned m = __ballot_sync(kFullMask, cand);
-    if (m == 0u) continue;  // warp-uniform: most slots of a long row hold no candidate
-    // Lanes with nothing to store write their own spare slot (unconditional stores).
-    const int slot = cand ? n + __popc(m & lanes_below) : kCandSlots + lane;
-    s->cand_v[warp][slot] = x;
-    s->cand_i[warp][slot] = row.base + j * 32 + lane;
-    n += __popc(m);
-  }
-  row.g.publish(uint32_t(n));
-  if (warp == 0) {
+  GroupShared<G>* s = g.s;
+  g.publish(uint32_t(n));
+  if (g.warp == 0) {
     // Lane i takes the i-th candidate of the row in index order.
     int src_w = -1, src_s = 0, seen = 0;
 #pragma unroll
     for (int gw = 0; gw < G; ++gw) {
-      const int c = int(s->part[row.g.phase][0][gw]);
+      const int c = int(s->part[g.phase][0][gw]);
       if (src_w < 0 && lane < seen + c) {
         src_w = gw;
         src_s = lane - seen;
@@ -247,8 +233,6 @@ __device__ __forceinline__ Cut group_rank_candidates(GroupRow<VPT, G, L>& row, i
     const bool has = src_w >= 0;
     const float cv = has ? s->cand_v[src_w][src_s] : 0.f;
     const int ci = has ? s->cand_i[src_w][src_s] : INT_MAX;
-    // The r-th largest candidate, r = k - (elements above the bracket).
-    const int r = k - c_hi;
     float lo2 = unordered(warp_min(has ? ordered(cv) : INT_MAX));
     float hi2 = unordered(warp_max(has ? ordered(cv) : INT_MIN));
     int c_hi2 = __popc(__ballot_sync(kFullMask, has && !(cv < hi2)));
@@ -290,11 +274,38 @@ __device__ __forceinline__ Cut group_rank_candidates(GroupRow<VPT, G, L>& row, i
       s->cut_idx = idx_out;
     }
   }
-  row.g.done();
+  g.done();
   __syncthreads();
   const Cut cut = Cut::at(uniform(s->cut_t), uniform(s->cut_idx));
   __syncthreads();  // the broadcast slots are written again by the next row
   return cut;
+}
+
+// The cut among at most kCandSlots candidates (in_cand(j, v): slot j with value v is one, padding
+// never), c_hi elements of the row lying above all of them and c_hi < k <= c_hi + their number:
+// each warp compacts its own into shared memory, then one warp ranks them all.
+template <int VPT, int G, bool L, typename InCand>
+__device__ __forceinline__ Cut group_rank_candidates(GroupRow<VPT, G, L>& row, int k, int c_hi,
+                                                     InCand in_cand) {
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  // Each warp compacts its candidates in index order into its own list.
+  GroupShared<G>* s = row.g.s;
+  const int warp = row.g.warp;
+  int n = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float x = row.w.v[j];
+    const bool cand = in_cand(j, x);
+    const unsigned m = __ballot_sync(kFullMask, cand);
+    if (m == 0u) continue;  // warp-uniform: most slots of a long row hold no candidate
+    // Lanes with nothing to store write their own spare slot (unconditional stores).
+    const int slot = cand ? n + __popc(m & lanes_below) : kCandSlots + lane;
+    s->cand_v[warp][slot] = x;
+    s->cand_i[warp][slot] = row.base + j * 32 + lane;
+    n += __popc(m);
+  }
+  return group_rank_lists(row.g, n, k - c_hi);
 }
 
 // Exact cut from a bracket, as bracket_cut() in rtopk_warp_values.cuh: [lo, hi) holds c_lo - c_hi
@@ -353,23 +364,19 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
 // `hist` (kGroupBuckets words) is zero on entry and left zero.
 constexpr int kGroupBuckets = 1024;
 constexpr int64_t kGroupBucketMinK = 64;
+// Exact mode filters rows of at least this many elements per selected one (G <= 8).
+constexpr int64_t kGroupFilterRatio = 16;
 
-template <int VPT, int G, bool L>
-__device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k, float lo, float hi,
-                                                uint32_t* hist) {
-  constexpr int B = kGroupBuckets, kThreads = G * 32, W = B / kThreads;
-  static_assert(B % kThreads == 0 && (W == 1 || W == 2 || W % 4 == 0), "bucket layout");
-  float scale;
-  if (!linear_bucket_scale<B>(lo, hi, scale))  // block-uniform
-    return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
-#pragma unroll
-  for (int j = 0; j < VPT; ++j) {
-    if (row.w.valid(j)) atomicAdd(hist + linear_bucket<B>(row.w.v[j], hi, scale), 1u);
-  }
-  __syncthreads();
-  // Thread t owns buckets t * W ...: its total, the totals of the threads before it, and the one
-  // thread whose buckets hold rank k (1-based) finds b*.  It zeroes its words for the next row
-  // (no other thread reads them; the next row's counts come after further barriers).
+// The bucket b holding rank `rank` (1-based, bucket 0 first) of the kGroupBuckets counters in
+// `hist`, its count n and the count in the buckets before it; rank must not exceed the total.
+// Thread t owns buckets t * W ...: its total, the totals of the threads before it, and the one
+// thread whose buckets hold the rank finds b.  Each thread zeroes its own words for the next use
+// (no other thread reads them; the next counts come after further barriers).
+template <int G>
+__device__ __forceinline__ void group_bucket_rank(Group<G>& g, uint32_t* hist, int rank, int& b,
+                                                  int& n, int& above) {
+  constexpr int W = kGroupBuckets / (G * 32);
+  static_assert(kGroupBuckets % (G * 32) == 0 && (W == 1 || W == 2 || W % 4 == 0), "layout");
   uint32_t c[W], zero[W], total = 0;
   load_words<W>(hist + threadIdx.x * W, c);
 #pragma unroll
@@ -379,24 +386,42 @@ __device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k,
   }
   store_words<W>(hist + threadIdx.x * W, zero);
   const uint32_t incl = warp_inclusive_sum(total);
-  row.g.publish(__shfl_sync(kFullMask, incl, 31));
-  const int start = int(row.g.before(0) + incl - total);
-  row.g.done();
-  GroupShared<G>* s = row.g.s;
-  if (start < k && k <= start + int(total)) {
-    int above = start;
+  g.publish(__shfl_sync(kFullMask, incl, 31));
+  const int start = int(g.before(0) + incl - total);
+  g.done();
+  GroupShared<G>* s = g.s;
+  if (start < rank && rank <= start + int(total)) {
+    int acc = start;
 #pragma unroll
     for (int i = 0; i < W; ++i) {
-      if (above < k && k <= above + int(c[i])) {
+      if (acc < rank && rank <= acc + int(c[i])) {
         s->bucket[0] = int(threadIdx.x) * W + i;
         s->bucket[1] = int(c[i]);
-        s->bucket[2] = above;
+        s->bucket[2] = acc;
       }
-      above += int(c[i]);
+      acc += int(c[i]);
     }
   }
-  __syncthreads();  // (the slots are written again only after the next row's first exchange)
-  const int bstar = uniform(s->bucket[0]), n = uniform(s->bucket[1]), c_hi = uniform(s->bucket[2]);
+  __syncthreads();  // (the slots are written again only after further exchanges)
+  b = uniform(s->bucket[0]);
+  n = uniform(s->bucket[1]);
+  above = uniform(s->bucket[2]);
+}
+
+template <int VPT, int G, bool L>
+__device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k, float lo, float hi,
+                                                uint32_t* hist) {
+  constexpr int B = kGroupBuckets;
+  float scale;
+  if (!linear_bucket_scale<B>(lo, hi, scale))  // block-uniform
+    return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    if (row.w.valid(j)) atomicAdd(hist + linear_bucket<B>(row.w.v[j], hi, scale), 1u);
+  }
+  __syncthreads();
+  int bstar, n, c_hi;
+  group_bucket_rank(row.g, hist, k, bstar, n, c_hi);
   const auto in_bstar = [&](int j, float x) {
     return row.w.valid(j) & (linear_bucket<B>(x, hi, scale) == bstar);
   };
@@ -418,14 +443,159 @@ __device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k,
   return group_bracket_cut<true>(row, k, cmin, nextafterf(cmax, kInf), c_hi + n, c_hi, true);
 }
 
+// Exact top-k of a finite row (lo < hi its minimum and maximum) by filtering: one whole-row pass
+// besides the load and min/max.  A sample (one element a thread, spread over the row) counted
+// into the buckets of [lo, hi] gives t_lo, a value with some margin more than k elements at or
+// above it; each warp lists its elements >= t_lo (index order) in its staging area; the k-th
+// largest of the lists is found by the bucket cut on the lists alone, and the outputs are written
+// from the lists.  Whenever at least k elements are listed the lists hold every element at or
+// above the k-th, so the result is exact by construction; the sample only decides the speed.
+// Returns false, with the outputs untouched and `hist` zero, where the caller is to take the
+// whole-row path instead: scales that are not finite, an expected list size too large, fewer than
+// k listed, a warp's list over its staging capacity, or a crowded bucket of the k-th element
+// holding more than one value.  (A float32 numpy emulation kept 5139 of 5400 rows of randn,
+// uniform, heavy-tail, tied and few-ulp rows, all exact; the rest fell back, mostly heavy tails.)
+template <typename scalar_t, int VPT, int G, bool L>
+__device__ __forceinline__ bool group_filter_topk(GroupRow<VPT, G, L>& row, int k, float lo,
+                                                  float hi, float sample, uint32_t* hist,
+                                                  scalar_t* ov, int64_t* oi) {
+  constexpr int B = kGroupBuckets, kCap = group_stage_k(G);
+  static_assert(kCap >= 512, "the lists live in the staging area");
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  float scale;
+  if (!linear_bucket_scale<B>(lo, hi, scale)) return false;  // block-uniform
+  // The sample's rank of the bracket: k's share of it, and three standard deviations more.
+  constexpr int n_samples = G * 32;
+  const float share = float(k) * float(n_samples) / float(row.cols);
+  const int r_lo = int(ceilf(share + 3.f * sqrtf(share))) + 2;
+  if (r_lo > n_samples) return false;  // the bracket would hold about the whole row
+  atomicAdd(hist + linear_bucket<B>(sample, hi, scale), 1u);
+  __syncthreads();
+  int b_lo, n_b, above_b;
+  group_bucket_rank(row.g, hist, r_lo, b_lo, n_b, above_b);
+  // The lists' expected size from the sample: ties or clusters at the bracket make it large, and
+  // then the whole-row path is cheaper than listing (and overflowing).
+  if (int64_t(above_b + n_b) * row.cols > int64_t(n_samples) * min(G * kCap / 2, 4 * k + 512))
+    return false;
+  // Buckets 0 .. b_lo hold values above hi - (b_lo + 0.5) / scale.
+  const float t_lo = hi - (float(b_lo) + 1.f) / scale;
+  GroupShared<G>* s = row.g.s;
+  const int warp = row.g.warp;
+  float* s_v = s->stage_v[warp];
+  int* s_i = s->stage_i[warp];
+  int n = 0;
+#pragma unroll
+  for (int j = 0; j < VPT; ++j) {
+    const float v = row.w.v[j];
+    const bool in = row.w.valid(j) & !(v < t_lo);
+    const unsigned m = __ballot_sync(kFullMask, in);
+    if (m == 0u) continue;  // warp-uniform
+    const int pos = n + __popc(m & lanes_below);
+    const int slot = in && pos < kCap ? pos : kCap + lane;  // own spare slot
+    s_v[slot] = v;
+    s_i[slot] = row.base + j * 32 + lane;
+    n += __popc(m);
+  }
+  row.g.template publish<2>({uint32_t(n), uint32_t(n)});
+  const int total = int(row.g.sum(0)), most = int(row.g.max_u(1));
+  row.g.done();
+  if (total < k || most > kCap) return false;
+  __syncwarp();
+  // The k-th largest of the lists: the bucket cut on them, over [t_lo, hi].
+  float scale2;
+  if (!linear_bucket_scale<B>(t_lo, hi, scale2)) return false;
+  for (int p = lane; p < n; p += 32) atomicAdd(hist + linear_bucket<B>(s_v[p], hi, scale2), 1u);
+  __syncthreads();
+  int bstar, n_star, c_hi;
+  group_bucket_rank(row.g, hist, k, bstar, n_star, c_hi);
+  const auto in_star = [&](float v) { return linear_bucket<B>(v, hi, scale2) == bstar; };
+  Cut cut;
+  if (n_star > kCandSlots) {
+    // Crowded: one value (ties at the k-th) takes its first members by index; otherwise the
+    // whole-row path (clusters, heavy tails).
+    const float kInf = __int_as_float(0x7f800000);
+    float mn = kInf, mx = -kInf;
+    unsigned nm = 0;
+    for (int p = lane; p < n; p += 32) {
+      const float v = s_v[p];
+      const bool in = in_star(v);
+      mn = in ? fminf(mn, v) : mn;
+      mx = in ? fmaxf(mx, v) : mx;
+      nm += in;
+    }
+    const unsigned mine = warp_sum(nm);
+    row.g.template publish<3>(
+        {uint32_t(warp_min(ordered(mn))), uint32_t(warp_max(ordered(mx))), mine});
+    const float cmin = unordered(row.g.min_int(0)), cmax = unordered(row.g.max_int(1));
+    const int before = int(row.g.before(2));
+    row.g.done();
+    if (cmin != cmax) return false;
+    const int q = k - c_hi;                       // the q-th member by index is the last one taken
+    if (before < q && q <= before + int(mine)) {  // warp-uniform: the warp holding it
+      int seen = before;
+      for (int p0 = 0; p0 < n; p0 += 32) {
+        const int p = p0 + lane;
+        const bool in = p < n && in_star(s_v[p]);
+        const unsigned m = __ballot_sync(kFullMask, in);
+        if (seen < q && seen + __popc(m) >= q && in && seen + __popc(m & lanes_below) == q - 1)
+          s->cut_idx = s_i[p];
+        seen += __popc(m);
+      }
+    }
+    __syncthreads();
+    cut = Cut::at(cmin, uniform(s->cut_idx));
+    __syncthreads();  // cut_idx is written again by the next broadcast
+  } else {
+    int nc = 0;
+    for (int p0 = 0; p0 < n; p0 += 32) {  // warp-uniform
+      const int p = p0 + lane;
+      const float v = p < n ? s_v[p] : 0.f;
+      const bool in = p < n && in_star(v);
+      const unsigned m = __ballot_sync(kFullMask, in);
+      if (m == 0u) continue;
+      const int slot = in ? nc + __popc(m & lanes_below) : kCandSlots + lane;
+      s->cand_v[warp][slot] = v;
+      s->cand_i[warp][slot] = p < n ? s_i[p] : 0;
+      nc += __popc(m);
+    }
+    cut = group_rank_lists(row.g, nc, k - c_hi);
+  }
+  // Outputs from the lists (index order): this warp's count, then its outputs at its offset.
+  const auto takes = [&](float v, int e) {
+    return (v > cut.t) | ((v == cut.t) & (e <= cut.idx_t));
+  };
+  unsigned mine = 0;
+  for (int p = lane; p < n; p += 32) mine += takes(s_v[p], s_i[p]);
+  row.g.publish(warp_sum(mine));
+  const int base = int(row.g.before(0));
+  row.g.done();
+  int written = 0;
+  for (int p0 = 0; p0 < n; p0 += 32) {  // warp-uniform
+    const int p = p0 + lane;
+    const float v = p < n ? s_v[p] : 0.f;
+    const int e = p < n ? s_i[p] : 0;
+    const bool t = p < n && takes(v, e);
+    const unsigned m = __ballot_sync(kFullMask, t);
+    if (t) {
+      const int pos = base + written + __popc(m & lanes_below);
+      ov[pos] = Elem<scalar_t>::from_compute(directed<L>(v));  // finite: exact
+      oi[pos] = e;
+    }
+    written += __popc(m);
+  }
+  __syncwarp();  // the staging area is rewritten by this warp's next row
+  return true;
+}
+
 // Exact cut of a group row, or !ok with `plan` set (the k-th element is NaN) or unset (the general
-// path).  NaN ranks above +inf when largest, below -inf otherwise.
+// path).  NaN ranks above +inf when largest, below -inf otherwise.  mm, lo, hi: group_min_max's.
 template <int VPT, int G, bool L>
 __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, bool& have_plan,
-                                               Plan<uint32_t>& plan, uint32_t* hist) {
+                                               Plan<uint32_t>& plan, uint32_t* hist, int mm,
+                                               float lo, float hi) {
   using T = KeyTraits<float>;
-  float lo, hi;
-  if (group_min_max(row, lo, hi) == 0) {
+  if (mm == 0) {
     if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
     if (hist != nullptr) return group_bucket_cut(row, k, lo, hi, hist);
     return group_bracket_cut<true>(row, k, lo, hi, row.cols, 0, false);
@@ -543,7 +713,7 @@ __device__ __forceinline__ void group_emit(GroupRow<VPT, G, L>& row, int k, Take
 // Blocks per SM: 16 warps, 128 registers (the 32 values per lane and the search spill below that).
 constexpr int group_min_blocks(int G) { return G <= 16 ? 16 / G : 1; }
 
-template <typename scalar_t, int G, int VPT, bool kLargest, bool kBucketCut>
+template <typename scalar_t, int G, int VPT, bool kLargest, bool kBucketCut, bool kFilter = false>
 __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
     group_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                         int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
@@ -563,7 +733,7 @@ __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
   row.g = grp;
   row.w.cols = max(0, min(cols - row.base, S));
   row.w.npad = S - row.w.cols;
-  if (kBucketCut && exact) {
+  if ((kBucketCut || kFilter) && exact) {
     for (int i = threadIdx.x; i < kGroupBuckets; i += G * 32) hist[i] = 0;
     __syncthreads();
   }
@@ -576,13 +746,27 @@ __global__ void __launch_bounds__(G * 32, group_min_blocks(G))
       const int e = row.base + j * 32 + lane;
       row.w.v[j] = e < cols ? directed<kLargest>(E::to_compute(x[e])) : row.w.pad;
     }
+    // The filter path's sample: one element a thread, spread evenly over the row (an L1 hit).
+    float sample = 0.f;
+    if constexpr (kFilter) {
+      if (exact) sample = directed<kLargest>(E::to_compute(x[int(threadIdx.x) * cols / (G * 32)]));
+    }
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
 
     Cut cut = Cut::general();
     bool have_plan = false;
     Plan<Key> plan{0u, 0u, 0};
-    if (exact) cut = group_exact_cut(row, k, have_plan, plan, kBucketCut ? hist : nullptr);
+    if (exact) {
+      // Min and max first (group_exact_cut's input; the filter path's bracket).
+      float lo, hi;
+      const int mm = group_min_max(row, lo, hi);
+      if constexpr (kFilter) {
+        if (mm == 0 && lo < hi && group_filter_topk<scalar_t>(row, k, lo, hi, sample, hist, ov, oi))
+          continue;
+      }
+      cut = group_exact_cut(row, k, have_plan, plan, kBucketCut ? hist : nullptr, mm, lo, hi);
+    }
     if (early_stop) cut = group_early_stop_cut(row, k, max_iter);
     if (cut.ok) {
       // NaN ranks above every t when largest (!(v <= t)), below it otherwise.

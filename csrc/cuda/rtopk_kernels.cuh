@@ -414,8 +414,9 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
 }
 
 // One block of G warps per row (16/32-bit rows of up to 32 * VPT * G elements).  The grid is
-// what fits on the device at once; each block then walks rows.  Exact mode at k >= 64 takes the
-// instance with the whole-row bucket cut (group_bucket_cut); below, the bisection costs less.
+// what fits on the device at once; each block then walks rows.  Exact mode takes the filter path
+// (group_filter_topk) at k <= cols / 16, else at k >= 64 the instance with the whole-row bucket
+// cut (group_bucket_cut); below, the bisection costs less.
 template <typename scalar_t, int G, int VPT>
 void launch_group_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                        cudaStream_t stream) {
@@ -425,8 +426,29 @@ void launch_group_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
                                         static_cast<int>(a.k), a.max_iter,
                                         static_cast<float>(a.eps));
   };
-  const bool bucket_cut =
-      a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f) && a.k >= kGroupBucketMinK;
+  const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
+  const bool bucket_cut = exact && a.k >= kGroupBucketMinK;
+  // The filter path where its lists stay short against the row (k <= cols / 16; notes v21:
+  // 0.84-0.96 of the time there, 1.04-1.10 at k = cols / 8).  Its fallback is the cut this k takes
+  // anyway (bucket cut or bisection): fp32 measured faster so at k = 8 than with the bucket cut
+  // always, and the 16-bit filter instance with the bucket cut ran bf16 k = 8 at 1.35x the
+  // bisection one. 16-bit rows of 8 warps at k < 64 keep the plain path (that instance spilled 248
+  // bytes, 1.06x).
+  constexpr bool k16 = sizeof(scalar_t) == 2;
+  if constexpr (G <= 8) {
+    if (exact && a.k * kGroupFilterRatio <= a.cols && a.k <= group_stage_k(G)) {
+      if (bucket_cut) {
+        a.largest ? launch(group_values_kernel<scalar_t, G, VPT, true, true, true>)
+                  : launch(group_values_kernel<scalar_t, G, VPT, false, true, true>);
+        return;
+      }
+      if constexpr (!(k16 && G == 8)) {
+        a.largest ? launch(group_values_kernel<scalar_t, G, VPT, true, false, true>)
+                  : launch(group_values_kernel<scalar_t, G, VPT, false, false, true>);
+        return;
+      }
+    }
+  }
   if (a.largest) {
     bucket_cut ? launch(group_values_kernel<scalar_t, G, VPT, true, true>)
                : launch(group_values_kernel<scalar_t, G, VPT, true, false>);
