@@ -315,10 +315,20 @@ template <bool kFinite, int VPT, int G, bool L>
 __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k, float lo,
                                                  float hi, int c_lo, int c_hi, bool hi_moved) {
   for (int pass = 0; pass < kGroupFastPasses && c_lo - c_hi > 32; ++pass) {
-    const float t = KeyTraits<float>::midpoint(lo, hi);
-    if (!(lo < t && t < hi)) break;
+    float t = KeyTraits<float>::midpoint(lo, hi);
+    if (!(lo < t && t < hi)) {
+      // No float between lo and hi.  A closed hi (the row maximum) is counted itself: then
+      // either its copies hold the k-th or [lo, hi) holds lo's alone (rows of a few ulps spent
+      // every pass here, then took the general path).
+      if (hi_moved || !(lo < hi)) break;
+      t = hi;
+    }
     const int cnt = row.template count<kFinite>(t);
     if (cnt == k) return Cut::at(t, INT_MAX);
+    if (t == hi && cnt > k) {  // (only when hi is closed: every element >= hi equals it)
+      const int q = k - c_hi;
+      return Cut::at(hi, row.find_qth([&](float v) { return v == hi; }, q));
+    }
     const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
     if (cnt < k) {
       hi = t;
