@@ -176,6 +176,12 @@ struct GroupRow {
     return idx;
   }
 
+  // The cut taking every element above t and the first q (index order) equal to it, as
+  // first_ties_cut() in rtopk_warp_values.cuh.
+  __device__ __forceinline__ Cut first_ties_cut(float t, int q) {
+    return Cut::at(t, find_qth([&](float v) { return v == t; }, q));
+  }
+
   // Min and max of the elements in [lo, hi) ([lo, hi] while hi has not moved).
   __device__ __forceinline__ void bracket_range(float lo, float hi, bool hi_moved, float& cmin,
                                                 float& cmax) {
@@ -325,10 +331,8 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
     }
     const int cnt = row.template count<kFinite>(t);
     if (cnt == k) return Cut::at(t, INT_MAX);
-    if (t == hi && cnt > k) {  // (only when hi is closed: every element >= hi equals it)
-      const int q = k - c_hi;
-      return Cut::at(hi, row.find_qth([&](float v) { return v == hi; }, q));
-    }
+    // (t == hi only when hi is closed: every element >= hi equals it.)
+    if (t == hi && cnt > k) return row.first_ties_cut(hi, k - c_hi);
     const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
     if (cnt < k) {
       hi = t;
@@ -341,20 +345,14 @@ __device__ __forceinline__ Cut group_bracket_cut(GroupRow<VPT, G, L>& row, int k
     if (empty_half) {
       float cmin, cmax;
       row.bracket_range(lo, hi, hi_moved, cmin, cmax);
-      if (cmin == cmax) {
-        const int q = k - c_hi;
-        return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
-      }
+      if (cmin == cmax) return row.first_ties_cut(cmin, k - c_hi);
       lo = cmin;  // nothing lies in [lo, cmin): the count at lo is unchanged
     }
   }
   if (c_lo - c_hi > 32) {
     float cmin, cmax;
     row.bracket_range(lo, hi, hi_moved, cmin, cmax);
-    if (cmin == cmax) {
-      const int q = k - c_hi;
-      return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, q));
-    }
+    if (cmin == cmax) return row.first_ties_cut(cmin, k - c_hi);
     return Cut::general();
   }
 
@@ -448,8 +446,7 @@ __device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k,
   row.g.template publish<2>({uint32_t(warp_min(ordered(mn))), uint32_t(warp_max(ordered(mx)))});
   const float cmin = unordered(row.g.min_int(0)), cmax = unordered(row.g.max_int(1));
   row.g.done();
-  if (cmin == cmax)
-    return Cut::at(cmin, row.find_qth([&](float v) { return v == cmin; }, k - c_hi));
+  if (cmin == cmax) return row.first_ties_cut(cmin, k - c_hi);
   return group_bracket_cut<true>(row, k, cmin, nextafterf(cmax, kInf), c_hi + n, c_hi, true);
 }
 
@@ -463,8 +460,8 @@ __device__ __forceinline__ Cut group_bucket_cut(GroupRow<VPT, G, L>& row, int k,
 // Returns false, with the outputs untouched and `hist` zero, where the caller is to take the
 // whole-row path instead: scales that are not finite, an expected list size too large, fewer than
 // k listed, a warp's list over its staging capacity, or a crowded bucket of the k-th element
-// holding more than one value.  (A float32 numpy emulation kept 5139 of 5400 rows of randn,
-// uniform, heavy-tail, tied and few-ulp rows, all exact; the rest fell back, mostly heavy tails.)
+// holding more than one value.  (benchmarks/filter_emul.py, a float32 numpy emulation, filtered
+// 4345 of 5400 rows of randn, uniform, heavy-tail, tied and few-ulp rows, all exact.)
 template <typename scalar_t, int VPT, int G, bool L>
 __device__ __forceinline__ bool group_filter_topk(GroupRow<VPT, G, L>& row, int k, float lo,
                                                   float hi, float sample, uint32_t* hist,
@@ -630,9 +627,9 @@ __device__ __forceinline__ Cut group_exact_cut(GroupRow<VPT, G, L>& row, int k, 
                                                 : Plan<uint32_t>{1u, 1u, sp.q};
       return Cut::general();
     case NonFiniteSplit::kPosInf:
-      return Cut::at(kInf, row.find_qth([&](float v) { return v == kInf; }, sp.q));
+      return row.first_ties_cut(kInf, sp.q);
     case NonFiniteSplit::kNegInf:
-      return Cut::at(-kInf, row.find_qth([&](float v) { return v == -kInf; }, sp.q));
+      return row.first_ties_cut(-kInf, sp.q);
     default:
       // hi just above the finite maximum, open: the elements above the finite range stay out.
       return group_bracket_cut<false>(row, k, flo, nextafterf(fhi, kInf), sp.n_up, sp.n_top, true);
