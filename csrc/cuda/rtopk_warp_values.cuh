@@ -359,8 +359,13 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   // so rows of few distinct values (ties) finish in a few passes instead of exhausting the
   // bisection.
   for (int pass = 0; pass < kFastPasses && c_lo - c_hi > 32; ++pass) {
-    const float t = KeyTraits<float>::midpoint(lo, hi);
-    if (!(lo < t && t < hi)) break;
+    float t = KeyTraits<float>::midpoint(lo, hi);
+    if (!(lo < t && t < hi)) {
+      // No float between lo and hi.  A closed hi (the row maximum) is counted itself: then
+      // either its copies hold the k-th or [lo, hi) holds lo's alone (as group_bracket_cut).
+      if (hi_moved || !(lo < hi)) break;
+      t = hi;
+    }
     const int cnt = kFinite ? row.count_ge_finite(t) : row.count_ge_ranked(t);
     if (cnt == k) {
       if (!listed) return Cut::at(t, INT_MAX);
@@ -369,6 +374,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
       whole = true;
       break;
     }
+    if (t == hi && cnt > k) return first_ties_cut(row, hi, k - c_hi);  // (hi closed)
     const bool empty_half = cnt < k ? (hi_moved && cnt == c_hi) : cnt == c_lo;
     if (cnt < k) {
       hi = t;
