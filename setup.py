@@ -33,6 +33,7 @@ def extensions():
     default_arch_list()
     sources += sorted(glob.glob(os.path.join(csrc, "cuda", "*.cpp")))
     sources += sorted(glob.glob(os.path.join(csrc, "cuda", "*.cu")))
+    sources += sorted(glob.glob(os.path.join(csrc, "cuda", "inst", "*.cu")))
     nvcc = ["-O3", "-lineinfo", "--expt-relaxed-constexpr"]
     if os.environ.get("RTOPK_PTXAS_VERBOSE", "0") == "1":
         nvcc.append("-Xptxas=-v")

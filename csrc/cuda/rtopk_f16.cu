@@ -1,7 +1,8 @@
-// One dtype per file so the kernels compile in parallel.
+// One dtype per file, its heaviest kernels in csrc/cuda/inst/, so the kernels compile in parallel.
 #include "rtopk_kernels.cuh"
 
 namespace rtopk {
+RTOPK_EXTERN_PARTS(__half);
 template bool launch_rtopk<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
                                    cudaStream_t);
 template bool launch_sort_rows<__half>(__half*, int64_t*, int64_t, int64_t, bool, int,

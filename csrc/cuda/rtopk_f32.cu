@@ -1,7 +1,8 @@
-// One dtype per file so the kernels compile in parallel.
+// One dtype per file, its heaviest kernels in csrc/cuda/inst/, so the kernels compile in parallel.
 #include "rtopk_kernels.cuh"
 
 namespace rtopk {
+RTOPK_EXTERN_PARTS(float);
 template bool launch_rtopk<float>(const float*, float*, int64_t*, const RowLaunch&, cudaStream_t);
 template bool launch_sort_rows<float>(float*, int64_t*, int64_t, int64_t, bool, int, cudaStream_t);
 }  // namespace rtopk

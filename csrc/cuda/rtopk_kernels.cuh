@@ -520,4 +520,21 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   return false;
 }
 
+// The heaviest instances are explicitly instantiated in their own files (csrc/cuda/inst/), so that
+// they compile in parallel: the group kernels (about a minute each per dtype) and the warp kernels
+// of 48 and 64 values per lane.  A dtype's main file declares them extern before it instantiates
+// launch_rtopk; each inst/ file defines one part.
+#define RTOPK_GROUP_ROWS(T, G)                                                                     \
+  template void cuda_detail::launch_group_rows<T, G, 32>(const T*, T*, int64_t*, const RowLaunch&, \
+                                                         cudaStream_t)
+#define RTOPK_WARP_ROWS(T, VPT)                                                                 \
+  template bool cuda_detail::launch_warp_rows<T, VPT>(const T*, T*, int64_t*, const RowLaunch&, \
+                                                      cudaStream_t)
+#define RTOPK_EXTERN_PARTS(T)     \
+  extern RTOPK_GROUP_ROWS(T, 4);  \
+  extern RTOPK_GROUP_ROWS(T, 8);  \
+  extern RTOPK_GROUP_ROWS(T, 16); \
+  extern RTOPK_WARP_ROWS(T, 48);  \
+  extern RTOPK_WARP_ROWS(T, 64)
+
 }  // namespace rtopk

@@ -1,0 +1,7 @@
+// The warp kernels of 48 and 64 values per lane for __half (declared in rtopk_kernels.cuh).
+#include "../rtopk_kernels.cuh"
+
+namespace rtopk {
+RTOPK_WARP_ROWS(__half, 48);
+RTOPK_WARP_ROWS(__half, 64);
+}  // namespace rtopk
