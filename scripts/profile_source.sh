@@ -19,7 +19,7 @@ rows = list(csv.reader(open(sys.argv[1], errors="replace")))
 head = None
 ins, st, text, fname = collections.Counter(), collections.Counter(), {}, None
 for r in rows:
-    if len(r) == 2 and r[0] == "File Name":
+    if len(r) == 2 and r[0] in ("File Name", "File Path"):
         fname = r[1].split("/")[-1]
         continue
     if head is None and any("Instructions Executed" in c for c in r):

@@ -87,3 +87,12 @@ def check_invariants(x, k, values, indices, ctx=""):
         assert bool((indices[..., 1:] > indices[..., :-1]).all()), f"indices not strictly ascending {ctx}"
     # Gather on the integer view: torch's bf16 gather rewrites NaN payloads.
     assert torch.equal(bits(values), bits(x).gather(-1, indices)), f"values != input[indices] {ctx}"
+
+
+def check_matches_ref(x, k, ctx):
+    """rtopk.rtopk(x, k) against the plain-torch reference, bit for bit, plus the invariants."""
+    values, indices = rtopk.rtopk(x, k)
+    check_invariants(x, k, values, indices, ctx)
+    ref_v, ref_i = rtopk.rtopk_ref(x, k)
+    assert torch.equal(indices, ref_i), f"indices differ from reference: {ctx}"
+    assert torch.equal(bits(values), bits(ref_v)), f"values differ from reference: {ctx}"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import rtopk
-from conftest import DEVICES, bits, check_invariants
+from conftest import DEVICES, check_matches_ref
 
 M_CUT = [193, 200, 255, 256]
 
@@ -31,12 +31,7 @@ def crowded_rows(n_crowd, M, gen, tie=False):
     return torch.stack(rows)
 
 
-def check(x, k, ctx):
-    values, indices = rtopk.rtopk(x, k)
-    check_invariants(x, k, values, indices, ctx)
-    ref_v, ref_i = rtopk.rtopk_ref(x, k)
-    assert torch.equal(indices, ref_i), f"indices differ from reference: {ctx}"
-    assert torch.equal(bits(values), bits(ref_v)), f"values differ from reference: {ctx}"
+check = check_matches_ref
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -345,7 +345,7 @@ __device__ __forceinline__ int compact_lane_major(const ValueRow<VPT, L, F>& row
 // bisection, then the candidates.  For k <= kListK (<= kStageK) every element >= lo is listed in
 // the staging area, and the selection is then made from the list, not from the row (Cut::list_n);
 // with kAnyOrder in lane-major order (compact_lane_major), else in index order.
-template <int kListK, bool kAnyOrder, bool kFinite, int VPT, bool L, int F>
+template <int kListK, bool kAnyOrder, bool kFinite, bool kSplitList, int VPT, bool L, int F>
 __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k, float lo,
                                            float hi, int c_lo, int c_hi, bool hi_moved,
                                            float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
@@ -402,28 +402,36 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   // index order unless kAnyOrder), or else, in index order, the candidates lo <= v < hi (v <= hi
   // while hi is the row max) straight into the candidate buffer.
   const bool open = listed || !hi_moved;
-  float* const dst_v = listed ? s_lv : s_val;
-  int* const dst_i = listed ? s_li : s_idx;
-  const int spare = (listed ? kStageSpare : kCandSlots) + lane;
   int n = 0;
   if (kAnyOrder && listed) {
     n = compact_lane_major(
         row, [&](int j, int, float x) { return row.valid(j) & ranks_ge<L>(x, lo); }, s_lv, s_li,
         kStageSpare);
   } else {
+    // Unconditional stores keep the address math out of a branch (a predicated version measured
+    // 13-26% slower); lanes with nothing to store write their own spare slot, so no two lanes ever
+    // write one address (racecheck-clean).  With kSplitList the list (every element ranked >= lo)
+    // has a loop of its own: one compare a slot and fixed buffers (notes v22: exact at 24 values
+    // per lane 5-8% faster; the sorting kernels keep one loop, their code size is what bounds
+    // them).
+    const auto compact = [&](float* cv, int* ci, int sp, auto cand_of) {
 #pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      const float x = row.v[j];
-      const bool cand = row.valid(j) & ranks_ge<L>(x, lo) & (open | (x < hi));
-      const unsigned m = __ballot_sync(kFullMask, cand);
-      // Unconditional stores keep the address math out of a branch (a predicated version measured
-      // 13-26% slower); lanes with nothing to store write their own spare slot, so no two lanes
-      // ever write one address (racecheck-clean).
-      const int slot = cand ? n + __popc(m & lanes_below) : spare;
-      dst_v[slot] = x;
-      dst_i[slot] = j * 32 + lane;
-      n += __popc(m);
-    }
+      for (int j = 0; j < VPT; ++j) {
+        const float x = row.v[j];
+        const bool cand = row.valid(j) & cand_of(x);
+        const unsigned m = __ballot_sync(kFullMask, cand);
+        const int slot = cand ? n + __popc(m & lanes_below) : sp;
+        cv[slot] = x;
+        ci[slot] = j * 32 + lane;
+        n += __popc(m);
+      }
+    };
+    if (kSplitList && listed)
+      compact(s_lv, s_li, kStageSpare + lane, [&](float x) { return ranks_ge<L>(x, lo); });
+    else
+      compact(listed ? s_lv : s_val, listed ? s_li : s_idx,
+              (listed ? kStageSpare : kCandSlots) + lane,
+              [&](float x) { return ranks_ge<L>(x, lo) & (open | (x < hi)); });
   }
   __syncwarp();
   const int list_n = listed ? n : 0;
@@ -490,7 +498,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
 }
 
 // Exact cut of a row with +-inf or NaN (finite_min_max() not 0).
-template <int kListK, bool kAnyOrder, int VPT, bool L, int F>
+template <int kListK, bool kAnyOrder, bool kSplitList, int VPT, bool L, int F>
 __device__ __forceinline__ Cut non_finite_cut(const ValueRow<VPT, L, F>& row, int k,
                                               float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
                                               float (&s_lv)[kStageSlots],
@@ -513,8 +521,8 @@ __device__ __forceinline__ Cut non_finite_cut(const ValueRow<VPT, L, F>& row, in
       return first_ties_cut(row, -kInf, sp.q);
     default:
       // hi just above the finite maximum, open: what ranks above it stays out of the bracket.
-      return bracket_cut<kListK, kAnyOrder, false>(row, k, lo, nextafterf(hi, kInf), sp.n_up,
-                                                   sp.n_top, true, s_val, s_idx, s_lv, s_li);
+      return bracket_cut<kListK, kAnyOrder, false, kSplitList>(
+          row, k, lo, nextafterf(hi, kInf), sp.n_up, sp.n_top, true, s_val, s_idx, s_lv, s_li);
   }
 }
 
@@ -1013,14 +1021,14 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
 // Exact cut of any row: non-finite rows by non_finite_cut, one value by index, otherwise the
 // whole-row cut where kRowCut (s_words its counters) and the bisection of the bracket it leaves,
 // or the bisection of [min, max].
-template <int kListK, bool kAnyOrder, bool kRowCut, int VPT, bool L, int F>
+template <int kListK, bool kAnyOrder, bool kRowCut, bool kSplitList, int VPT, bool L, int F>
 __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, int k,
                                               uint32_t* s_words, float (&s_val)[kCandBuf],
                                               int (&s_idx)[kCandBuf], float (&s_lv)[kStageSlots],
                                               int (&s_li)[kStageSlots]) {
   float lo, hi;
   if (finite_min_max(row, lo, hi) != 0)
-    return non_finite_cut<kListK, kAnyOrder>(row, k, s_val, s_idx, s_lv, s_li);
+    return non_finite_cut<kListK, kAnyOrder, kSplitList>(row, k, s_val, s_idx, s_lv, s_li);
   if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
   // (Without the row cut, constant c_hi and hi_moved: the common case's bisection is specialised
   // for them.)
@@ -1029,8 +1037,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
     Cut cut;
     if (row_bucket_cut(row, k, lo, hi, s_words, s_val, s_idx, cut, br)) return cut;
   }
-  return bracket_cut<kListK, kAnyOrder, true>(row, k, br.lo, br.hi, br.c_lo, br.c_hi, br.hi_moved,
-                                              s_val, s_idx, s_lv, s_li)
+  return bracket_cut<kListK, kAnyOrder, true, kSplitList>(row, k, br.lo, br.hi, br.c_lo, br.c_hi,
+                                                          br.hi_moved, s_val, s_idx, s_lv, s_li)
       .with_top(hi);
 }
 
@@ -1313,7 +1321,7 @@ __global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT
     }
     Cut cut = Cut::general();
     if (exact)
-      cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder, kRowCut>(
+      cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder, kRowCut, !kSorted>(
           row, k, reinterpret_cast<uint32_t*>(s_sort[warp]), s_val[warp], s_idx[warp], s_ov, s_oi);
     if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
     if (cut.ok && cut.list_n > 0) {
