@@ -411,9 +411,9 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
     // Unconditional stores keep the address math out of a branch (a predicated version measured
     // 13-26% slower); lanes with nothing to store write their own spare slot, so no two lanes ever
     // write one address (racecheck-clean).  With kSplitList the list (every element ranked >= lo)
-    // has a loop of its own: one compare a slot and fixed buffers (notes v22: exact at 24 values
-    // per lane 5-8% faster; the sorting kernels keep one loop, their code size is what bounds
-    // them).
+    // has a loop of its own: one compare a slot and fixed buffers (notes v22: exact about 3% faster
+    // at 24 values per lane, 0-3% at 16).  The sorting kernels keep the one loop: with it split,
+    // their instruction fetch made the sorted output 2-5% slower at M = 768, k >= 96.
     const auto compact = [&](float* cv, int* ci, int sp, auto cand_of) {
 #pragma unroll
       for (int j = 0; j < VPT; ++j) {
