@@ -10,7 +10,7 @@ import argparse
 import torch
 
 import rtopk
-from rtopk.bench import CudaTimer, copy_bandwidth
+from rtopk.bench import CudaTimer, copy_bandwidth, floor_bytes
 
 
 def main():
@@ -37,7 +37,7 @@ def main():
         x = torch.randn(N, M, device="cuda")
         exact = timer(lambda: rtopk.rtopk(x, k))
         it2 = timer(lambda: rtopk.rtopk(x, k, 2))
-        floor = (N * M * 4 + N * k * 12) / bw * 1e6
+        floor = floor_bytes(N, M, k, x.element_size()) / bw * 1e6
         print(f"| {N} | {1e3 * exact:.2f} | {1e3 * it2:.2f} | {floor:.2f} | {1e6 * exact / N:.3f} |")
 
 

@@ -175,6 +175,11 @@ def geomean(vals):
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else float("nan")
 
 
+def floor_bytes(N, M, k, elem):
+    """The memory floor's bytes: N x M inputs of `elem` bytes read once, N x k values and int64 indices written once."""
+    return N * M * elem + N * k * (elem + 8)
+
+
 def run(grid, dtype, device, out=None):
     out = out or sys.stdout
     timer = CudaTimer() if device == "cuda" else _cpu_timer
@@ -208,13 +213,13 @@ def run(grid, dtype, device, out=None):
         row["sorted_cost"] = row["exact_sorted"] / row["exact"] - 1.0
         for it in EARLY_STOP:
             row[f"it{it}"] = timer(lambda: rtopk.rtopk(x, k, max_iter=it))
-        floor_bytes = N * M * elem + N * k * (elem + 8)
-        row["floor_ms"] = floor_bytes / bw * 1e3
+        nbytes = floor_bytes(N, M, k, elem)
+        row["floor_ms"] = nbytes / bw * 1e3
         row["speedup_exact"] = row["torch_sorted"] / row["exact"]
         row["speedup_it4"] = row["torch_sorted"] / row["it4"]
         row["floor_frac_exact"] = row["floor_ms"] / row["exact"]
         row["floor_frac_it4"] = row["floor_ms"] / row["it4"]
-        row["GBps_exact"] = floor_bytes / (row["exact"] * 1e-3) / 1e9
+        row["GBps_exact"] = nbytes / (row["exact"] * 1e-3) / 1e9
         rows.append(row)
         print("| " + " | ".join(_cell(row, c) for c in COLUMNS) + " |", file=out, flush=True)
         del x

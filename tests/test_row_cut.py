@@ -31,9 +31,6 @@ def crowded_rows(n_crowd, M, gen, tie=False):
     return torch.stack(rows)
 
 
-check = check_matches_ref
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("M", M_CUT)
@@ -47,7 +44,7 @@ def test_row_cut_crowded_bucket(device, dtype, M, n_crowd):
             for sign in (1, -1):  # the k smallest of -x: the same rows, directed the other way
                 xs = x * sign
                 ctx = f"M={M} n_crowd={n_crowd} tie={tie} k={k} sign={sign} dtype={dtype} device={device}"
-                check(xs.to(device), k, ctx)
+                check_matches_ref(xs.to(device), k, ctx)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -67,4 +64,4 @@ def test_row_cut_scales_and_signed_zeros(device, dtype, M):
     for name, x in cases.items():
         x = x.to(dtype)
         for k in (1, 17, 64, M // 2, M - 1, M):
-            check(x.to(device), k, f"{name} M={M} k={k} dtype={dtype} device={device}")
+            check_matches_ref(x.to(device), k, f"{name} M={M} k={k} dtype={dtype} device={device}")
