@@ -4,8 +4,9 @@ elements of the row, so these rows aim at what could break that -- padding (a ro
 multiple of 32 repeats element 0 in the padded slots) with the row maximum at element 0, a block of 64
 copies of the maximum (every group maximum equal: the bound meets the maximum), a whole group of -inf (the
 min/max route), -inf elsewhere (now on the finite path), k values standing alone above the rest (the
-count at the bound is exactly k), ties at the bound -- besides the usual kinds, in both directions, both
-output orders, compared bit for bit with the plain-torch reference."""
+count at the bound is exactly k), ties at the bound -- besides the usual kinds, in both directions, compared
+bit for bit with the plain-torch reference.  (The sorting kernels do not use the bound; their rank-ordered
+output is checked on the same rows.)"""
 
 import pytest
 import torch

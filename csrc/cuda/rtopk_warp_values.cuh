@@ -355,7 +355,9 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   static_assert(kListK <= kStageK, "the list lives in the staging area");
   const bool listed = kListK > 0 && k <= kListK;  // (k >= 1 is not known here)
   bool whole = false;  // exactly k elements are >= lo: the list is the selection
-  if (c_lo == k) {
+  // A caller's first bracket can hold exactly k (group_max_bound; only the unsorted kernels, which
+  // also run kSplitList, use it: the sorting kernels keep their code size).
+  if (kSplitList && c_lo == k) {
     if (!listed) return Cut::at(lo, INT_MAX);
     whole = true;
   }
@@ -1022,15 +1024,16 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
   return true;
 }
 
-// A first bracket for small k from the row's group maxima instead of its minimum.  Each lane's
-// even and odd slots form two groups, so the warp holds 64 group maxima, distinct elements of the
-// row: any value t at or below k of them has at least k elements >= t.  Five ballot steps over the
-// 64 maxima find such a t near their k-th largest; for k <= 24 the elements >= t then mostly fit
-// the 32 the candidate phase takes, so one count at t replaces the 3-4 whole-row passes of the
-// bisection of [min, max] (and the min).  Measured (notes v23, fp32, N = 2^18): M = 768 k = 8/16/24
-// 11/11/9% faster, M = 512 9/8/5%, M = 300 2-4%, M = 2048 k = 16 16%; 3 steps were as good at
-// k <= 16 but worse at 24 and on heavy tails.  Returns false (the min/max route) when a group
-// maximum is NaN or +-inf; -inf elsewhere is harmless (below every finite t).
+// A first bracket for small k from the row's group maxima instead of its minimum (the unsorted
+// kernels).  Each lane's even and odd slots form two groups, so the warp holds 64 group maxima,
+// distinct elements of the row: any value t at or below k of them has at least k elements >= t.
+// Five ballot steps over the 64 maxima find such a t near their k-th largest; for k <= 24 the
+// elements >= t then mostly fit the 32 the candidate phase takes, so one count at t replaces the
+// 3-4 whole-row passes of the bisection of [min, max] (and the min).  Measured (notes v23, fp32,
+// N = 2^18): M = 768 k = 8/16/24 11/11/9% faster, M = 512 9/8/5%, M = 300 2-4%, M = 2048 k = 16
+// 16%; 3 steps were as good at k <= 16 but worse at 24 and on heavy tails.  Returns false (the
+// min/max route) when a group maximum is NaN or +-inf; -inf elsewhere is harmless (below every
+// finite t).
 constexpr int kLaneBoundK = 24;
 constexpr int kLaneBoundSteps = 5;
 template <int VPT, bool L, int F>
@@ -1052,6 +1055,7 @@ __device__ __forceinline__ bool group_max_bound(const ValueRow<VPT, L, F>& row, 
   hi = unordered(warp_max(ordered(fmaxf(ge, go))));
   float a = unordered(warp_min(ordered(fminf(ge, go))));  // all 64 maxima are >= a
   float b = hi;
+#pragma unroll 1
   for (int s = 0; s < kLaneBoundSteps; ++s) {
     const float t = KeyTraits<float>::midpoint(a, b);
     if (!(a < t && t < b)) break;
@@ -1069,7 +1073,7 @@ __device__ __forceinline__ bool group_max_bound(const ValueRow<VPT, L, F>& row, 
 // Exact cut of any row: non-finite rows by non_finite_cut, one value by index, otherwise the
 // whole-row cut where kRowCut (s_words its counters) and the bisection of the bracket it leaves,
 // or the bisection of [min, max].
-template <int kListK, bool kAnyOrder, bool kRowCut, bool kSplitList, int VPT, bool L, int F>
+template <int kListK, bool kAnyOrder, bool kRowCut, bool kUnsorted, int VPT, bool L, int F>
 __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, int k,
                                               uint32_t* s_words, float (&s_val)[kCandBuf],
                                               int (&s_idx)[kCandBuf], float (&s_lv)[kStageSlots],
@@ -1080,16 +1084,18 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   // (+2.5k SASS instructions a kernel) the bound made the rows 7-13% slower, not faster (notes
   // v23).
   bool bounded = false;
-  if constexpr (!kRowCut && VPT >= 12) {
-    if (k <= kLaneBoundK && group_max_bound(row, k, lo, hi)) {
-      if (!(lo < hi)) return first_ties_cut(row, hi, k);  // 64 maxima equal the row's maximum
+  // Not in the sorting kernels: their time follows their code size (instruction fetch, notes v17);
+  // with the bound compiled in, the sorted output at M = 768, k = 64..128 ran 3-9% slower.
+  if constexpr (!kRowCut && kUnsorted && VPT >= 12) {
+    // (lo == hi, all 64 maxima equal to the row's maximum, takes the min/max route.)
+    if (k <= kLaneBoundK && group_max_bound(row, k, lo, hi) && lo < hi) {
       c_lo = row.count_ge_finite(lo);
       bounded = true;
     }
   }
   if (!bounded) {
     if (finite_min_max(row, lo, hi) != 0)
-      return non_finite_cut<kListK, kAnyOrder, kSplitList>(row, k, s_val, s_idx, s_lv, s_li);
+      return non_finite_cut<kListK, kAnyOrder, kUnsorted>(row, k, s_val, s_idx, s_lv, s_li);
     if (lo == hi) return Cut::at(lo, k - 1);  // one value: the first k in index order
   }
   // (Without the row cut, constant c_hi and hi_moved: the common case's bisection is specialised
@@ -1099,8 +1105,8 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
     Cut cut;
     if (row_bucket_cut(row, k, lo, hi, s_words, s_val, s_idx, cut, br)) return cut;
   }
-  return bracket_cut<kListK, kAnyOrder, true, kSplitList>(row, k, br.lo, br.hi, br.c_lo, br.c_hi,
-                                                          br.hi_moved, s_val, s_idx, s_lv, s_li)
+  return bracket_cut<kListK, kAnyOrder, true, kUnsorted>(row, k, br.lo, br.hi, br.c_lo, br.c_hi,
+                                                         br.hi_moved, s_val, s_idx, s_lv, s_li)
       .with_top(hi);
 }
 
