@@ -1084,9 +1084,10 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   // (+2.5k SASS instructions a kernel) the bound made the rows 7-13% slower, not faster (notes
   // v23).
   bool bounded = false;
-  // Not in the sorting kernels: their time follows their code size (instruction fetch, notes v17);
-  // with the bound compiled in, the sorted output at M = 768, k = 64..128 ran 3-9% slower.
-  if constexpr (!kRowCut && kUnsorted && VPT >= 12) {
+  // Not in the sorting kernels below 48 values per lane: their time follows their code size
+  // (instruction fetch, notes v17); with the bound compiled in, the sorted output at M = 768,
+  // k = 64..128 ran 3-9% slower.  At 64 per lane it made the sorted output at k = 8 7-15% faster.
+  if constexpr (!kRowCut && (kUnsorted || VPT >= 48) && VPT >= 12) {
     // (lo == hi, all 64 maxima equal to the row's maximum, takes the min/max route.)
     if (k <= kLaneBoundK && group_max_bound(row, k, lo, hi) && lo < hi) {
       c_lo = row.count_ge_finite(lo);
