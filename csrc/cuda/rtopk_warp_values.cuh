@@ -355,8 +355,9 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   static_assert(kListK <= kStageK, "the list lives in the staging area");
   const bool listed = kListK > 0 && k <= kListK;  // (k >= 1 is not known here)
   bool whole = false;  // exactly k elements are >= lo: the list is the selection
-  // A caller's first bracket can hold exactly k (group_max_bound; only the unsorted kernels, which
-  // also run kSplitList, use it: the sorting kernels keep their code size).
+  // A caller's first bracket can hold exactly k (group_max_bound).  Tested in the unsorted kernels
+  // only (kSplitList), so the sorting kernels keep their code size; where those take the bound (48+
+  // values per lane) such a bracket goes through the candidates instead, to the same cut.
   if (kSplitList && c_lo == k) {
     if (!listed) return Cut::at(lo, INT_MAX);
     whole = true;
@@ -1025,17 +1026,17 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
 }
 
 // A first bracket for small k from the row's group maxima instead of its minimum (the unsorted
-// kernels).  Each lane's even and odd slots form two groups, so the warp holds 64 group maxima,
-// distinct elements of the row: any value t at or below k of them has at least k elements >= t.
-// Five ballot steps over the 64 maxima find such a t near their k-th largest; for k <= 24 the
-// elements >= t then mostly fit the 32 the candidate phase takes, so one count at t replaces the
-// 3-4 whole-row passes of the bisection of [min, max] (and the min).  Measured (notes v23, fp32,
-// N = 2^18): M = 768 k = 8/16/24 11/11/9% faster, M = 512 9/8/5%, M = 300 2-4%, M = 2048 k = 16
-// 16%; 3 steps were as good at k <= 16 but worse at 24 and on heavy tails.  Returns false (the
-// min/max route) when a group maximum is NaN or +-inf; -inf elsewhere is harmless (below every
-// finite t).
-constexpr int kLaneBoundK = 24;
-constexpr int kLaneBoundSteps = 5;
+// kernels, and the sorting ones of 48+ values per lane).  Each lane's even and odd slots form two
+// groups, so the warp holds 64 group maxima, distinct elements of the row: any value t at or below
+// k of them has at least k elements >= t. Five ballot steps over the 64 maxima find such a t near
+// their k-th largest; for k <= 24 the elements >= t then mostly fit the 32 the candidate phase
+// takes, so one count at t replaces the 3-4 whole-row passes of the bisection of [min, max] (and
+// the min).  Measured (notes v23, fp32, N = 2^18): M = 768 k = 8/16/24 11/11/9% faster, M = 512
+// 9/8/5%, M = 300 2-4%, M = 2048 k = 16 16%; 3 steps were as good at k <= 16 but worse at 24 and on
+// heavy tails.  Returns false (the min/max route) when a group maximum is NaN or +-inf; -inf
+// elsewhere is harmless (below every finite t).
+constexpr int kGroupMaxK = 24;
+constexpr int kGroupMaxSteps = 5;
 template <int VPT, bool L, int F>
 __device__ __forceinline__ bool group_max_bound(const ValueRow<VPT, L, F>& row, int k, float& lo,
                                                 float& hi) {
@@ -1056,7 +1057,7 @@ __device__ __forceinline__ bool group_max_bound(const ValueRow<VPT, L, F>& row, 
   float a = unordered(warp_min(ordered(fminf(ge, go))));  // all 64 maxima are >= a
   float b = hi;
 #pragma unroll 1
-  for (int s = 0; s < kLaneBoundSteps; ++s) {
+  for (int s = 0; s < kGroupMaxSteps; ++s) {
     const float t = KeyTraits<float>::midpoint(a, b);
     if (!(a < t && t < b)) break;
     const int c =
@@ -1089,7 +1090,7 @@ __device__ __forceinline__ Cut fast_exact_cut(const ValueRow<VPT, L, F>& row, in
   // k = 64..128 ran 3-9% slower.  At 64 per lane it made the sorted output at k = 8 7-15% faster.
   if constexpr (!kRowCut && (kUnsorted || VPT >= 48) && VPT >= 12) {
     // (lo == hi, all 64 maxima equal to the row's maximum, takes the min/max route.)
-    if (k <= kLaneBoundK && group_max_bound(row, k, lo, hi) && lo < hi) {
+    if (k <= kGroupMaxK && group_max_bound(row, k, lo, hi) && lo < hi) {
       c_lo = row.count_ge_finite(lo);
       bounded = true;
     }
