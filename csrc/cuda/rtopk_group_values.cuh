@@ -203,7 +203,7 @@ __device__ __forceinline__ int group_min_max(GroupRow<VPT, G, L>& row, float& lo
     mn = min_nan(mn, row.w.v[j]);
     mx = max_nan(mx, row.w.v[j]);
   }
-  const bool fin = fabsf(mn) <= 3.402823466e38f && fabsf(mx) <= 3.402823466e38f;
+  const bool fin = finite_float(mn) && finite_float(mx);
   const bool all_fin = __all_sync(kFullMask, fin);
   // (For a row that is not finite the min/max exchanged here are not used.)
   const int omn = all_fin ? warp_min(ordered(mn)) : 0;

@@ -134,6 +134,9 @@ struct ValueRow {
   }
 };
 
+// Neither +-inf nor NaN (one compare of the magnitude with the largest finite float).
+__device__ __forceinline__ bool finite_float(float f) { return fabsf(f) <= 3.402823466e38f; }
+
 // Order-preserving int of a finite float, for the one-instruction warp min/max.
 __device__ __forceinline__ int ordered(float f) {
   const int b = __float_as_int(f);
@@ -172,7 +175,7 @@ __device__ __forceinline__ int finite_min_max(const ValueRow<VPT, L, F>& row, fl
     mn = min_nan(mn, row.v[j]);
     mx = max_nan(mx, row.v[j]);
   }
-  const bool fin = fabsf(mn) <= 3.402823466e38f && fabsf(mx) <= 3.402823466e38f;
+  const bool fin = finite_float(mn) && finite_float(mx);
   if (!__all_sync(kFullMask, fin)) return __any_sync(kFullMask, mn != mn || mx != mx) ? 2 : 1;
   lo = unordered(warp_min(ordered(mn)));
   hi = unordered(warp_max(ordered(mx)));
@@ -344,8 +347,10 @@ __device__ __forceinline__ int compact_lane_major(const ValueRow<VPT, L, F>& row
 // is closed, the row's maximum, while hi_moved is false), and c_hi < k <= c_lo.  Whole-row
 // bisection, then the candidates.  For k <= kListK (<= kStageK) every element >= lo is listed in
 // the staging area, and the selection is then made from the list, not from the row (Cut::list_n);
-// with kAnyOrder in lane-major order (compact_lane_major), else in index order.
-template <int kListK, bool kAnyOrder, bool kFinite, bool kSplitList, int VPT, bool L, int F>
+// with kAnyOrder in lane-major order (compact_lane_major), else in index order.  kUnsorted: called
+// from an unsorted kernel (the list's own loop, the c_lo == k entry test); the sorting kernels,
+// fetch-bound, keep the smaller code.
+template <int kListK, bool kAnyOrder, bool kFinite, bool kUnsorted, int VPT, bool L, int F>
 __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k, float lo,
                                            float hi, int c_lo, int c_hi, bool hi_moved,
                                            float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
@@ -356,9 +361,9 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   const bool listed = kListK > 0 && k <= kListK;  // (k >= 1 is not known here)
   bool whole = false;  // exactly k elements are >= lo: the list is the selection
   // A caller's first bracket can hold exactly k (group_max_bound).  Tested in the unsorted kernels
-  // only (kSplitList), so the sorting kernels keep their code size; where those take the bound (48+
+  // only, so the sorting kernels keep their code size; where those take the bound (48+
   // values per lane) such a bracket goes through the candidates instead, to the same cut.
-  if (kSplitList && c_lo == k) {
+  if (kUnsorted && c_lo == k) {
     if (!listed) return Cut::at(lo, INT_MAX);
     whole = true;
   }
@@ -417,10 +422,10 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
   } else {
     // Unconditional stores keep the address math out of a branch (a predicated version measured
     // 13-26% slower); lanes with nothing to store write their own spare slot, so no two lanes ever
-    // write one address (racecheck-clean).  With kSplitList the list (every element ranked >= lo)
-    // has a loop of its own: one compare a slot and fixed buffers (notes v22: exact about 3% faster
-    // at 24 values per lane, 0-3% at 16).  The sorting kernels keep the one loop: with it split,
-    // their instruction fetch made the sorted output 2-5% slower at M = 768, k >= 96.
+    // write one address (racecheck-clean).  In the unsorted kernels the list (every element ranked
+    // >= lo) has a loop of its own: one compare a slot and fixed buffers (notes v22: exact about 3%
+    // faster at 24 values per lane, 0-3% at 16).  The sorting kernels keep the one loop: with it
+    // split, their instruction fetch made the sorted output 2-5% slower at M = 768, k >= 96.
     const auto compact = [&](float* cv, int* ci, int sp, auto cand_of) {
 #pragma unroll
       for (int j = 0; j < VPT; ++j) {
@@ -433,7 +438,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
         n += __popc(m);
       }
     };
-    if (kSplitList && listed)
+    if (kUnsorted && listed)
       compact(s_lv, s_li, kStageSpare + lane, [&](float x) { return ranks_ge<L>(x, lo); });
     else
       compact(listed ? s_lv : s_val, listed ? s_li : s_idx,
@@ -505,7 +510,7 @@ __device__ __forceinline__ Cut bracket_cut(const ValueRow<VPT, L, F>& row, int k
 }
 
 // Exact cut of a row with +-inf or NaN (finite_min_max() not 0).
-template <int kListK, bool kAnyOrder, bool kSplitList, int VPT, bool L, int F>
+template <int kListK, bool kAnyOrder, bool kUnsorted, int VPT, bool L, int F>
 __device__ __forceinline__ Cut non_finite_cut(const ValueRow<VPT, L, F>& row, int k,
                                               float (&s_val)[kCandBuf], int (&s_idx)[kCandBuf],
                                               float (&s_lv)[kStageSlots],
@@ -528,7 +533,7 @@ __device__ __forceinline__ Cut non_finite_cut(const ValueRow<VPT, L, F>& row, in
       return first_ties_cut(row, -kInf, sp.q);
     default:
       // hi just above the finite maximum, open: what ranks above it stays out of the bracket.
-      return bracket_cut<kListK, kAnyOrder, false, kSplitList>(
+      return bracket_cut<kListK, kAnyOrder, false, kUnsorted>(
           row, k, lo, nextafterf(hi, kInf), sp.n_up, sp.n_top, true, s_val, s_idx, s_lv, s_li);
   }
 }
@@ -1051,7 +1056,7 @@ __device__ __forceinline__ bool group_max_bound(const ValueRow<VPT, L, F>& row, 
     else
       go = max_nan(go, x);
   }
-  const bool fin = fabsf(ge) <= 3.402823466e38f && fabsf(go) <= 3.402823466e38f;
+  const bool fin = finite_float(ge) && finite_float(go);
   if (!__all_sync(kFullMask, fin)) return false;
   hi = unordered(warp_max(ordered(fmaxf(ge, go))));
   float a = unordered(warp_min(ordered(fminf(ge, go))));  // all 64 maxima are >= a
