@@ -14,7 +14,8 @@ pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
 # Row lengths per path: the value-backed warp kernel at several slot counts (1, 3, 8, 24, 64 per
 # lane), the fp64 key-backed warp kernel, the group kernel (3000, 16/32-bit), the block kernel with
-# the row cached in shared memory (3000, fp64) and re-read from global memory (20000).
+# the row cached in shared memory (3000, fp64) and re-read from global memory (20000); the streaming
+# kernel below (test_stream_rows: it needs 4 rows a SM).
 SHAPES = [(5, 20), (9, 70), (7, 256), (6, 768), (3, 2048), (4, 3000), (2, 20000)]
 
 
@@ -61,3 +62,17 @@ def test_sort_rows_sizes(dtype):
         for k in (129, 300, 600, 1024):
             for largest in (True, False):
                 same_as_cpu(x, k, largest=largest)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_stream_rows(dtype):
+    """The streaming kernel (exact mode, >= 4 rows a SM): randn rows, ascending ones (streamed from
+    their end) and NaN rows, 16-byte aligned rows (2560) and rows that are not (2561)."""
+    rows = 4 * torch.cuda.get_device_properties(0).multi_processor_count + 3
+    gen = torch.Generator().manual_seed(11)
+    for M in (2560, 2561):
+        kinds = [make_rows(kind, (rows, M), dtype, "cpu", gen) for kind in ("randn", "ascending", "nan")]
+        x = torch.stack([kinds[r % 3][r] for r in range(rows)])
+        for k in (16, 200):
+            for largest in (True, False):
+                same_as_cpu(x, k, largest=largest, sorted=False)

@@ -5,7 +5,9 @@
 // with one warp reduction per count, and emitted in index order with ballot + popc.  16/32-bit
 // inputs use the value-backed kernel of rtopk_warp_values.cuh; float64 uses the key-backed kernel
 // below, which runs the shared search (rtopk_algo.h) as it stands.
-// 16/32-bit rows of 2049..16384 elements: one block of warps per row, the row in registers
+// 16/32-bit rows of more than 2048 elements in exact mode with k <= 512 and enough rows to fill the
+// device: one warp per row streaming it through a list of candidates (rtopk_stream_values.cuh).
+// Other 16/32-bit rows of 2049..16384 elements: one block of warps per row, the row in registers
 // (rtopk_group_values.cuh).  Longer rows, and float64 rows above 1024: one block per row.  Rows of
 // up to kBlockCacheBytes of keys are converted once into shared memory (longer ones are re-read
 // from global memory on each pass); the emit gives every thread a contiguous segment and places it
@@ -24,6 +26,7 @@
 #include "rtopk_kernels_common.cuh"
 #include "rtopk_launch.h"
 #include "rtopk_sort_rows.cuh"
+#include "rtopk_stream_values.cuh"
 #include "rtopk_warp_values.cuh"
 
 namespace rtopk {
@@ -507,6 +510,10 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   // Registers per lane for the keys: up to 64 32-bit keys or 32 64-bit keys.
   constexpr int64_t kWarpMaxCols = sizeof(KeyFor<scalar_t>) == 4 ? 2048 : 1024;
   if constexpr (sizeof(Compute) == 4) {
+    if (a.cols > kWarpMaxCols && stream_applies(a)) {
+      launch_stream_rows<scalar_t>(in, ov, oi, a, stream);
+      return false;
+    }
     if (a.cols > kWarpMaxCols && a.cols <= kGroupMaxCols)
       return launch_group<scalar_t>(in, ov, oi, a, stream);
   }
@@ -530,7 +537,11 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
 #define RTOPK_WARP_ROWS(T, VPT)                                                                 \
   template bool cuda_detail::launch_warp_rows<T, VPT>(const T*, T*, int64_t*, const RowLaunch&, \
                                                       cudaStream_t)
+#define RTOPK_STREAM_ROWS(T)                                                                 \
+  template void cuda_detail::launch_stream_rows<T>(const T*, T*, int64_t*, const RowLaunch&, \
+                                                   cudaStream_t)
 #define RTOPK_EXTERN_PARTS(T)     \
+  extern RTOPK_STREAM_ROWS(T);    \
   extern RTOPK_GROUP_ROWS(T, 4);  \
   extern RTOPK_GROUP_ROWS(T, 8);  \
   extern RTOPK_GROUP_ROWS(T, 16); \

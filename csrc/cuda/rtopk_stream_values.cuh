@@ -1,0 +1,494 @@
+// Streaming warp-per-row kernel for long 16/32-bit rows in exact mode (more than 2048 elements,
+// k <= kStreamMaxK, enough rows to fill the device).
+//
+// Each warp streams its row through registers in chunks of 16-byte loads, the next chunk in flight
+// while the current one is examined, and keeps in shared memory a list, in index order, of the
+// elements that may still rank among the row's k largest: every element at first, then, once the
+// list has been cut, only those ranked above its least key.  When the list is about to overflow,
+// list_cut keeps its top k .. k + k / 4 entries, which raises that threshold.  On a randn row most
+// chunks then hold no element above it and cost one compare an element; the row's end cuts the
+// list to exactly k (keys of rtopk_algo.h: the exact selection, identical to the CPU's), written
+// in index order.  A row whose last element ranks above its first is streamed from its end (a
+// sorted row would otherwise refill the list with every chunk).
+//
+// No block barriers and 72-80 registers a lane: a SM keeps 24 rows in flight, where the group
+// kernel (rtopk_group_values.cuh), whose row lives in the registers of 4-16 warps, keeps 4 and
+// exchanges partial counts through barriers (latency-bound: notes v21).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#include "../rtopk_algo.h"
+#include "rtopk_kernels_common.cuh"
+#include "rtopk_launch.h"
+
+namespace rtopk {
+namespace cuda_detail {
+
+constexpr int kStreamWarps = 4;   // warps a block
+constexpr int kStreamMaxK = 512;  // a cut list (k + k / 4) leaves room in kStreamListLong
+constexpr int kStreamListLong = 1024;
+constexpr int kStreamListShort = 512;  // for k <= kStreamShortK: a cheaper first cut
+constexpr int kStreamShortK = 64;
+
+// Directed key of a loaded element: directed_key() of rtopk_algo.h without branches (-0.0 becomes
+// +0.0 by the add; NaN ranks above every key for the k largest, below for the k smallest).
+template <bool kLargest>
+__device__ __forceinline__ uint32_t stream_key(float x) {
+  const uint32_t b = __float_as_uint(__fadd_rn(kLargest ? x : -x, 0.f));
+  const uint32_t key = b ^ (uint32_t(int(b) >> 31) | 0x80000000u);
+  return x != x ? (kLargest ? KeyTraits<float>::kMax : 1u) : key;
+}
+
+// A lane's share of a row: E elements from one load (16 bytes, or one element where the row is not
+// 16-byte aligned).
+template <typename scalar_t, bool kVec>
+struct StreamLoad;
+template <typename scalar_t>
+struct StreamLoad<scalar_t, false> {
+  static constexpr int E = 1;
+  using Raw = float;
+  __device__ static Raw load(const scalar_t* p) { return Elem<scalar_t>::to_compute(*p); }
+  __device__ static Raw zero() { return 0.f; }
+  __device__ static float at(const Raw& w, int) { return w; }
+};
+template <typename scalar_t>
+struct StreamLoad<scalar_t, true> {
+  static constexpr int E = 16 / sizeof(scalar_t);
+  using Raw = uint4;
+  __device__ static Raw load(const scalar_t* p) { return *reinterpret_cast<const uint4*>(p); }
+  __device__ static Raw zero() { return make_uint4(0u, 0u, 0u, 0u); }
+  __device__ static uint32_t word(const Raw& w, int i) {
+    return i == 0 ? w.x : i == 1 ? w.y : i == 2 ? w.z : w.w;
+  }
+  // Element q (a constant after unrolling) as fp32.
+  __device__ static float at(const Raw& w, int q) {
+    if constexpr (sizeof(scalar_t) == 4) {
+      return __uint_as_float(word(w, q));
+    } else {
+      const uint32_t h = word(w, q / 2);
+      if constexpr (std::is_same<scalar_t, __nv_bfloat16>::value) {
+        return __uint_as_float(q % 2 == 0 ? h << 16 : h & 0xFFFF0000u);
+      } else {
+        return __half2float(
+            __ushort_as_half(static_cast<unsigned short>(q % 2 == 0 ? h : h >> 16)));
+      }
+    }
+  }
+};
+
+// The warp's list in shared memory: entry p holds a directed key (rtopk_algo.h) and an element
+// index, in index order.  Passes over it read 16 bytes a lane: entries 128 b + 4 lane .. + 3 in
+// step b, so index order within a step is lane, then q; key 0 (no element's: NaN ranks at 1 when
+// smallest) pads it to whole steps.
+struct StreamList {
+  uint32_t* keys;
+  int* idx;
+  int steps;
+
+  __device__ __forceinline__ uint4 keys_at(int b) const {
+    return reinterpret_cast<const uint4*>(keys)[b * 32 + (threadIdx.x & 31)];
+  }
+  __device__ __forceinline__ int count_ge(uint32_t t) const {  // t >= 1
+    unsigned c = 0;
+    for (int b = 0; b < steps; ++b) {
+      const uint4 q = keys_at(b);
+      c += (q.x >= t) + (q.y >= t) + (q.z >= t) + (q.w >= t);
+    }
+    return int(warp_sum(c));
+  }
+  // Min and max key of the entries in [lo, hi] (lo >= 1).
+  __device__ __forceinline__ void range_in(uint32_t lo, uint32_t hi, uint32_t& mn,
+                                           uint32_t& mx) const {
+    uint32_t a = 0xFFFFFFFFu, z = 0u;
+    for (int b = 0; b < steps; ++b) {
+      const uint4 q = keys_at(b);
+      const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bool in = w[i] >= lo && w[i] <= hi;
+        a = min(a, in ? w[i] : 0xFFFFFFFFu);
+        z = max(z, in ? w[i] : 0u);
+      }
+    }
+    mn = warp_min(a);
+    mx = warp_max(z);
+  }
+  // Calls f(at, key, index) for every entry that pick(key) || pick_at(key, index) accepts, with
+  // `at` the number of accepted entries before it in index order; returns the number accepted.
+  // f may rewrite entries up to its own (every lane reads a step before any lane writes).
+  template <typename Pick, typename F, typename PickAt = bool (*)(uint32_t, int)>
+  __device__ __forceinline__ int scan(Pick pick, F f, PickAt pick_at = nullptr) const {
+    const int lane = threadIdx.x & 31;
+    const unsigned below = (1u << lane) - 1u;
+    int done = 0;
+    for (int b = 0; b < steps; ++b) {
+      const uint4 q = keys_at(b);
+      const int4 e = reinterpret_cast<const int4*>(idx)[b * 32 + lane];
+      const uint32_t kq[4] = {q.x, q.y, q.z, q.w};
+      const int eq[4] = {e.x, e.y, e.z, e.w};
+      bool flag[4];
+      int at = done, total = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        flag[i] = pick(kq[i]);
+        if constexpr (!std::is_same<PickAt, bool (*)(uint32_t, int)>::value)
+          flag[i] = flag[i] || pick_at(kq[i], eq[i]);
+        const unsigned m = __ballot_sync(kFullMask, flag[i]);
+        at += __popc(m & below);
+        total += __popc(m);
+      }
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (flag[i]) f(at++, kq[i], eq[i]);
+      }
+      done += total;
+    }
+    __syncwarp();
+    return done;
+  }
+};
+
+// Cuts a warp's list in place to the entries at or above some key t with k <= count(>= t) <= cap,
+// or, where no bisection midpoint lands there (ties at the k-th key; with cap == k, whenever the
+// k-th key is not alone above a midpoint), to exactly its k highest-ranked entries (key
+// descending, then index).  The list: n >= k entries in index order at the start of the LC-entry
+// buffer (back: at its end), where the kept ones go too.  Returns the number kept, and in kth the
+// least kept key.  Bisection of the key bracket [lo, hi] (value midpoints while both ends are
+// finite, key midpoints after 12 passes or otherwise, so at most 44 passes) until a count lands in
+// [k, cap], one key is left, or at most 32 entries lie in the bracket, which one warp then ranks.
+// s_ck / s_ci: 32 words of scratch.  Not inlined: the kernel's instruction cache (notes v24).
+template <int LC>
+__device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int cap, bool back,
+                                     uint32_t& kth, uint32_t* s_ck, int* s_ci) {
+  const int lane = threadIdx.x & 31;
+  const int steps = (n + 127) / 128;
+  const int base = back ? LC - steps * 128 : 0;  // the list's steps start here
+  const StreamList list{keys + base, idx + base, steps};
+  // Pad to whole steps (behind the list, or in front of it).
+  for (int p = lane; p < steps * 128 - n; p += 32) {
+    const int at = back ? base + p : n + p;
+    keys[at] = 0u;
+    idx[at] = INT_MAX;  // (above every `last`)
+  }
+  __syncwarp();
+
+  uint32_t lo, hi;
+  list.range_in(1u, 0xFFFFFFFFu, lo, hi);
+  int c_lo = n, c_gt = 0;  // entries with key >= lo, > hi: c_gt < k <= c_lo
+  // What is kept: keys above `above`, and those equal to it with an index up to `last`.
+  uint32_t above = 0u;
+  int last = -1;
+  bool found = false;
+  for (int pass = 0; c_lo - c_gt > 32 && c_lo > cap && lo < hi; ++pass) {
+    uint32_t t;
+    if (pass < 12 && key_is_finite(lo) && key_is_finite(hi)) {
+      t = to_key<float>(KeyTraits<float>::midpoint(from_key<float>(lo), from_key<float>(hi)));
+      t = min(max(t, lo + 1u), hi);
+    } else {
+      t = lo + ((hi - lo) >> 1) + 1u;  // in (lo, hi]
+    }
+    const int cnt = list.count_ge(t);
+    if (cnt >= k && cnt <= cap) {
+      above = t - 1u;
+      found = true;
+      break;
+    }
+    bool empty;  // the half the bracket kept held nothing past its new end: snap to its keys
+    if (cnt > k) {
+      empty = cnt == c_lo;
+      lo = t;
+      c_lo = cnt;
+    } else {
+      empty = cnt == c_gt;
+      hi = t - 1u;
+      c_gt = cnt;
+    }
+    if (empty) list.range_in(lo, hi, lo, hi);
+  }
+  if (!found && c_lo <= cap) {
+    above = lo - 1u;  // every entry from lo up fits
+    found = true;
+  }
+  if (!found) {
+    const int r = k - c_gt;  // the k-th entry is the r-th ranked of those in [lo, hi]
+    above = lo;
+    if (lo == hi) {
+      // One key: its first r entries by index.
+      int at = -1;
+      list.scan([&](uint32_t key) { return key == lo; },
+                [&](int before, uint32_t, int e) { at = before == r - 1 ? e : at; });
+      last = warp_max(at);
+    } else {
+      // At most 32 entries in [lo, hi]: gather them in index order, one a lane, and rank them.
+      const int want = list.scan([&](uint32_t key) { return key >= lo && key <= hi; },
+                                 [&](int before, uint32_t key, int e) {
+                                   s_ck[before] = key;
+                                   s_ci[before] = e;
+                                 });
+      const bool has = lane < want;
+      const uint32_t ck = has ? s_ck[lane] : 0u;
+      const int ci = has ? s_ci[lane] : INT_MAX;
+      __syncwarp();
+      int rank = 0;  // entries ranked above this one: a greater key, or the same key earlier
+      for (int j = 0; j < want; ++j) {
+        const uint32_t kj = __shfl_sync(kFullMask, ck, j);
+        rank += kj > ck || (kj == ck && j < lane);
+      }
+      const int src = __ffs(__ballot_sync(kFullMask, has && rank == r - 1)) - 1;
+      above = __shfl_sync(kFullMask, ck, src);
+      last = __shfl_sync(kFullMask, ci, src);
+    }
+  }
+  // Compact what is kept, in place and in order, to the list's first step; at the buffer's end,
+  // move it up there (from the last entry down: the two ranges may overlap).
+  uint32_t least = 0xFFFFFFFFu;
+  const int kept = list.scan([&](uint32_t key) { return key > above; },
+                             [&](int at, uint32_t key, int e) {
+                               keys[base + at] = key;
+                               idx[base + at] = e;
+                               least = min(least, key);
+                             },
+                             [&](uint32_t key, int e) { return key == above && e <= last; });
+  if (back && base + kept < LC) {
+    for (int p0 = kept - 1; p0 >= 0; p0 -= 32) {
+      const int p = p0 - lane;
+      const uint32_t key = p >= 0 ? keys[base + p] : 0u;
+      const int e = p >= 0 ? idx[base + p] : 0;
+      __syncwarp();
+      if (p >= 0) {
+        keys[LC - kept + p] = key;
+        idx[LC - kept + p] = e;
+      }
+      __syncwarp();
+    }
+  }
+  kth = warp_min(least);
+  return kept;
+}
+
+// One row, streamed from its first chunk to its last (back: from the last to the first, the list
+// growing down from the buffer's end, still in index order).  Forwards, an element tied with the
+// list's k-th key comes later and ranks below it, so only elements above it pass; backwards it
+// comes earlier and ranks above, so the threshold is the next key down.  The direction is a
+// runtime flag, not a second instantiation: with both paths' code in flight on a SM the kernel
+// ran at half speed (instruction cache, notes v24).  Returns where in the buffer the k selected
+// entries start.
+template <bool kLargest, int LC, int G, typename L, typename scalar_t>
+__device__ __forceinline__ int stream_row(const scalar_t* x, int cols, int k, bool back,
+                                          uint32_t* keys, int* idx, uint32_t* s_ck, int* s_ci) {
+  constexpr int E = L::E;
+  constexpr int kGroup = 32 * E;  // elements of one load across the warp
+  constexpr int kChunk = G * kGroup;
+  const int lane = threadIdx.x & 31;
+  const unsigned lanes_below = (1u << lane) - 1u;
+  const int chunks = (cols + kChunk - 1) / kChunk;
+  const auto passes = [](float v, float thr) {  // v's directed value lies above thr (or is NaN)
+    return !((kLargest ? v : -v) <= thr);
+  };
+  typename L::Raw cur[G], nxt[G];
+  const auto load_chunk = [&](typename L::Raw(&buf)[G], int c) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const int e0 = c * kChunk + g * kGroup + lane * E;  // (cols is a multiple of E)
+      buf[g] = e0 < cols ? L::load(x + e0) : L::zero();
+    }
+  };
+  load_chunk(cur, back ? chunks - 1 : 0);
+  int n = 0;                                 // list entries
+  float thr = __uint_as_float(0x7FC00000u);  // NaN: every element passes until the first cut
+  bool cut = false, closed = false;
+  for (int i = 0; i < chunks && !closed; ++i) {
+    const int c = back ? chunks - 1 - i : i;
+    if (i + 1 < chunks) load_chunk(nxt, back ? c - 1 : c + 1);
+    const int base = c * kChunk;
+    if (!cut && (back ? cols - base : base + kChunk) <= LC) {
+      // Until the list first fills, it is the row itself: element e at entry e (backwards: at
+      // the buffer's end, LC - cols + e).
+      const int shift = back ? LC - cols : 0;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const int e0 = base + g * kGroup + lane * E;
+        if (e0 < cols) {
+          if constexpr (E % 4 == 0) {
+#pragma unroll
+            for (int q = 0; q < E; q += 4) {
+              *reinterpret_cast<uint4*>(keys + shift + e0 + q) =
+                  make_uint4(stream_key<kLargest>(L::at(cur[g], q)),
+                             stream_key<kLargest>(L::at(cur[g], q + 1)),
+                             stream_key<kLargest>(L::at(cur[g], q + 2)),
+                             stream_key<kLargest>(L::at(cur[g], q + 3)));
+              *reinterpret_cast<int4*>(idx + shift + e0 + q) =
+                  make_int4(e0 + q, e0 + q + 1, e0 + q + 2, e0 + q + 3);
+            }
+          } else {
+            keys[shift + e0] = stream_key<kLargest>(L::at(cur[g], 0));
+            idx[shift + e0] = e0;
+          }
+        }
+      }
+      n = back ? cols - base : min(cols, base + kChunk);
+    } else {
+      bool any = false;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const bool valid = base + g * kGroup + lane * E < cols;
+#pragma unroll
+        for (int q = 0; q < E; ++q) any |= valid & passes(L::at(cur[g], q), thr);
+      }
+      if (__any_sync(kFullMask, any)) {
+#pragma unroll
+        for (int gi = 0; gi < G; ++gi) {
+          // Backwards the loads are taken last first, so that each one's elements go in front of
+          // the list (a select a word, not a runtime index into the registers).
+          typename L::Raw w = cur[gi];
+#pragma unroll
+          for (int g = 0; g < G; ++g) w = back && g == G - 1 - gi ? cur[g] : w;
+          const int e0 = base + (back ? G - 1 - gi : gi) * kGroup + lane * E;
+          const bool valid = e0 < cols;
+          bool cand[E];
+          bool any_g = false;
+#pragma unroll
+          for (int q = 0; q < E; ++q) {
+            cand[q] = valid & passes(L::at(w, q), thr);
+            any_g |= cand[q];
+          }
+          if (!__any_sync(kFullMask, any_g)) continue;
+          if (n + kGroup > LC) {
+            // Full: cut the list to its top k .. k + k / 4, and take this load's elements
+            // against the new threshold.  Forwards, once it is NaN (the k largest), nothing
+            // later ranks above it; backwards only NaN does (+inf passes too, harmlessly).
+            uint32_t kth;
+            n = list_cut<LC>(keys, idx, n, k, k + k / 4, back, kth, s_ck, s_ci);
+            cut = true;
+            if (kLargest && kth == KeyTraits<float>::kMax) {
+              if (!back) {
+                closed = true;
+                break;
+              }
+              kth = KeyTraits<float>::kPosInf;
+            }
+            // Backwards the next key down (-0.0 has no key of its own: then -denorm_min's).
+            if (back) kth = kth == KeyTraits<float>::kZero ? kth - 2u : kth - 1u;
+            thr = from_key<float>(kth);
+#pragma unroll
+            for (int q = 0; q < E; ++q) cand[q] = valid & passes(L::at(w, q), thr);
+          }
+          // Index order within the load: lane, then element.
+          int before = 0, total = 0;
+#pragma unroll
+          for (int q = 0; q < E; ++q) {
+            const unsigned m = __ballot_sync(kFullMask, cand[q]);
+            before += __popc(m & lanes_below);
+            total += __popc(m);
+          }
+          int pos = (back ? LC - n - total : n) + before;
+#pragma unroll
+          for (int q = 0; q < E; ++q) {
+            if (cand[q]) {
+              keys[pos] = stream_key<kLargest>(L::at(w, q));
+              idx[pos] = e0 + q;
+              ++pos;
+            }
+          }
+          n += total;
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) cur[g] = nxt[g];
+  }
+  __syncwarp();
+  if (n > k) {
+    uint32_t kth;
+    list_cut<LC>(keys, idx, n, k, k, back, kth, s_ck, s_ci);
+  }
+  return back ? LC - k : 0;
+}
+
+// LC: list capacity (entries a warp); G: 16-byte loads a lane a chunk.  A row streams backwards
+// when its last element ranks above its first (a sorted row: its top then comes first, and later
+// chunks pass nothing; forwards, every chunk would refill the list).  The pair that decides is
+// read one row ahead.
+template <typename scalar_t, bool kLargest, bool kVec, int LC, int G>
+__global__ void __launch_bounds__(kStreamWarps * 32, 6)
+    stream_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                         int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
+  using L = StreamLoad<scalar_t, kVec>;
+  static_assert(LC % 128 == 0, "list_cut reads the list in steps of 128 keys");
+  static_assert(32 * L::E + 5 * (LC == kStreamListShort ? kStreamShortK : kStreamMaxK) / 4 <= LC,
+                "a cut list (at most k + k / 4) leaves room for one load's elements");
+  __shared__ __align__(16) uint32_t s_keys[kStreamWarps][LC];
+  __shared__ __align__(16) int s_idx[kStreamWarps][LC];
+  __shared__ uint32_t s_ck[kStreamWarps][32];
+  __shared__ int s_ci[kStreamWarps][32];
+  const int lane = threadIdx.x & 31;
+  // (The warp index through a shuffle: a warp-uniform row loop, see warp_values_kernel.)
+  const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
+  const int64_t stride = int64_t(gridDim.x) * kStreamWarps;
+  const auto ends = [&](int64_t r) {  // (first, last) of row r, lanes 0 and 1
+    return r < rows && lane < 2 ? Elem<scalar_t>::to_compute(in[r * cols + (lane ? cols - 1 : 0)])
+                                : 0.f;
+  };
+  int64_t r = int64_t(blockIdx.x) * kStreamWarps + warp;
+  float end = ends(r);
+  for (; r < rows; r += stride) {
+    const scalar_t* x = in + r * cols;
+    const uint32_t end_key = stream_key<kLargest>(end);
+    const bool back = __shfl_sync(kFullMask, end_key, 1) > __shfl_sync(kFullMask, end_key, 0);
+    end = ends(r + stride);
+    const int at = stream_row<kLargest, LC, G, L>(x, cols, k, back, s_keys[warp], s_idx[warp],
+                                                  s_ck[warp], s_ci[warp]);
+    scalar_t* ov = out_values + r * k;
+    int64_t* oi = out_indices + r * k;
+    for (int p = lane; p < k; p += 32) {
+      const int e = s_idx[warp][at + p];
+      ov[p] = key_value<scalar_t>(s_keys[warp][at + p], x + e, kLargest);
+      oi[p] = e;
+    }
+    __syncwarp();  // the list is rewritten by this warp's next row
+  }
+}
+
+// Whether the streaming kernel takes these rows: exact mode, rows longer than the warp kernel's
+// and numerous enough that one warp a row fills the device, k <= kStreamMaxK.  Except k > 256 at
+// 4096 elements or fewer, where the 4-warp group kernel measured 4-8% faster (notes v24).
+inline bool stream_applies(const RowLaunch& a) {
+  const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
+  return exact && a.k <= kStreamMaxK && (a.k <= 256 || a.cols > 4096) && a.cols > 2048 &&
+         a.cols <= INT_MAX - 4096 && a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
+}
+
+template <typename scalar_t>
+void launch_stream_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                        cudaStream_t stream) {
+  const auto launch = [&](auto kernel) {
+    const unsigned grid = resident_grid(kernel, kStreamWarps * 32,
+                                        (a.rows + kStreamWarps - 1) / kStreamWarps, a.num_sms);
+    kernel<<<grid, kStreamWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
+                                                   static_cast<int>(a.k));
+  };
+  // 16-byte loads where every row starts 16-byte aligned.
+  const bool vec =
+      (a.cols * int64_t(sizeof(scalar_t))) % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  if (vec && a.k <= kStreamShortK) {
+    a.largest ? launch(stream_values_kernel<scalar_t, true, true, kStreamListShort, 4>)
+              : launch(stream_values_kernel<scalar_t, false, true, kStreamListShort, 4>);
+  } else if (vec) {
+    a.largest ? launch(stream_values_kernel<scalar_t, true, true, kStreamListLong, 4>)
+              : launch(stream_values_kernel<scalar_t, false, true, kStreamListLong, 4>);
+  } else {
+    a.largest ? launch(stream_values_kernel<scalar_t, true, false, kStreamListLong, 16>)
+              : launch(stream_values_kernel<scalar_t, false, false, kStreamListLong, 16>);
+  }
+}
+
+}  // namespace cuda_detail
+}  // namespace rtopk
