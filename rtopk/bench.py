@@ -35,6 +35,7 @@ GRIDS = {
     "paper": _grid([2**14, 2**16, 2**18, 2**20], [256, 512, 768], [16, 32, 64, 96, 128]),
     "moe": _grid([2**14, 2**16, 2**18], [8, 16, 64, 128, 256], [1, 2, 4, 8]),
     "wide": _grid([2**16], [1024, 2048, 4096, 8192], [8, 128, 512]),
+    "long": _grid([2**13], [16384, 32768, 65536], [8, 128, 512]),
     # Row distributions that stress the search, each next to randn rows of the same shape.
     "adversarial": [
         (2**16, M, 64, d)

@@ -458,12 +458,14 @@ __global__ void __launch_bounds__(kStreamWarps * 32, 6)
 }
 
 // Whether the streaming kernel takes these rows: exact mode, rows longer than the warp kernel's
-// and numerous enough that one warp a row fills the device, k <= kStreamMaxK.  Except k > 256 at
-// 4096 elements or fewer, where the 4-warp group kernel measured 4-8% faster (notes v24).
+// and numerous enough that one warp a row fills the device, k <= kStreamMaxK.  Except k > 384 at
+// 3073..4096 elements, where the 4-warp group kernel measured 3-7% faster (its rows fill all 32
+// slots a lane there; at 3000 elements and k = 512 the streaming kernel is 9% faster: notes v24).
 inline bool stream_applies(const RowLaunch& a) {
   const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
-  return exact && a.k <= kStreamMaxK && (a.k <= 256 || a.cols > 4096) && a.cols > 2048 &&
-         a.cols <= INT_MAX - 4096 && a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
+  const bool group_wins = a.k > 384 && a.cols > 3072 && a.cols <= 4096;
+  return exact && a.k <= kStreamMaxK && !group_wins && a.cols > 2048 && a.cols <= INT_MAX - 4096 &&
+         a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
 }
 
 template <typename scalar_t>
