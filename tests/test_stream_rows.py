@@ -65,8 +65,9 @@ def test_stream_long_rows(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_stream_unaligned_rows(dtype):
-    """A contiguous input that starts 1 element past a 16-byte boundary: one element a load."""
-    M = 4096
+    """A contiguous input that starts 1 element past a 16-byte boundary: one element a load (M = 5000,
+    so that k = 512 streams too: at 3073..4096 elements it goes to the group kernel)."""
+    M = 5000
     x = mixed_rows(M, dtype, seed=11)
     base = torch.empty(ROWS * M + 1, dtype=dtype, device="cuda")
     xc = base[1:].view(ROWS, M)
@@ -76,8 +77,9 @@ def test_stream_unaligned_rows(dtype):
         same(rtopk.topk_ref(x, k, sorted=False), rtopk.topk(xc, k, sorted=False))
 
 
-def test_stream_matches_group_kernel_modes():
-    """k = 513 (past the stream's limit) and max_iter / eps (not streamed) still match the CPU."""
+def test_stream_limits_fall_back():
+    """k = 513 (past the streaming kernel's limit) and max_iter / eps (not streamed) go to the group kernel
+    and still match the CPU."""
     x = mixed_rows(4096, torch.float32, seed=5)
     xc = x.cuda()
     same(rtopk.topk_ref(x, 513, sorted=False), rtopk.topk(xc, 513, sorted=False))
