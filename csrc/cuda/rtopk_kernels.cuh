@@ -528,9 +528,9 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
 }
 
 // The heaviest instances are explicitly instantiated in their own files (csrc/cuda/inst/), so that
-// they compile in parallel: the group kernels (about a minute each per dtype) and the warp kernels
-// of 48 and 64 values per lane.  A dtype's main file declares them extern before it instantiates
-// launch_rtopk; each inst/ file defines one part.
+// they compile in parallel: the group kernels (about a minute each per dtype), the warp kernels
+// of 48 and 64 values per lane and the streaming kernels.  A dtype's main file declares them extern
+// before it instantiates launch_rtopk; each inst/ file defines one part.
 #define RTOPK_GROUP_ROWS(T, G)                                                                     \
   template void cuda_detail::launch_group_rows<T, G, 32>(const T*, T*, int64_t*, const RowLaunch&, \
                                                          cudaStream_t)
