@@ -6,7 +6,8 @@
 #   GRIDS   default "paper wide"; DTYPES default "float32"; FULL default 0
 # Examples: TESTS="tests/test_group_rows.py" GRIDS=wide DTYPES="float32 bfloat16" FULL=1 (group kernel);
 #           TESTS="tests/test_topk.py -k 'sorted or long_rows'" GRIDS=wide FULL=1 (sorted output);
-#           TESTS="tests/test_slow_rows.py -s -k 8192" GRIDS= (slow-row bound only).
+#           TESTS="tests/test_slow_rows.py -s -k 8192" GRIDS= (slow-row bound only);
+#           TESTS="tests/test_stream_rows.py" GRIDS="wide long" DTYPES="float32 bfloat16" (streaming kernel).
 set -uo pipefail
 L=$OUT/logs; mkdir -p "$L"
 SKIP_TESTS=1 BENCH_GRIDS="" OUT=$L bash scripts/gpu_check.sh > "$L/check.txt" 2>&1
