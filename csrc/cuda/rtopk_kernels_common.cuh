@@ -85,6 +85,12 @@ __device__ __forceinline__ scalar_t key_value(KeyFor<scalar_t> key, const scalar
   return E::from_compute(largest ? v : -v);
 }
 
+// Key of a finite directed value: to_key() without its NaN test, and -0.0 made +0.0 by the add.
+__device__ __forceinline__ uint32_t finite_value_key(float v) {
+  const uint32_t b = __float_as_uint(__fadd_rn(v, 0.f));
+  return b ^ (uint32_t(int(b) >> 31) | 0x80000000u);
+}
+
 struct MinOp {
   template <typename T>
   __device__ __forceinline__ T operator()(T a, T b) const {

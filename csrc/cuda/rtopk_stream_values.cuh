@@ -37,12 +37,11 @@ constexpr int kStreamListLong = 1024;
 constexpr int kStreamListShort = 512;  // for k <= kStreamShortK: a cheaper first cut
 constexpr int kStreamShortK = 64;
 
-// Directed key of a loaded element: directed_key() of rtopk_algo.h without branches (-0.0 becomes
-// +0.0 by the add; NaN ranks above every key for the k largest, below for the k smallest).
+// Directed key of a loaded element: directed_key() of rtopk_algo.h without branches (NaN ranks
+// above every key for the k largest, below for the k smallest).
 template <bool kLargest>
 __device__ __forceinline__ uint32_t stream_key(float x) {
-  const uint32_t b = __float_as_uint(__fadd_rn(kLargest ? x : -x, 0.f));
-  const uint32_t key = b ^ (uint32_t(int(b) >> 31) | 0x80000000u);
+  const uint32_t key = finite_value_key(kLargest ? x : -x);
   return x != x ? (kLargest ? KeyTraits<float>::kMax : 1u) : key;
 }
 
@@ -460,14 +459,15 @@ __global__ void __launch_bounds__(kStreamWarps * 32,
   }
 }
 
-// Whether the streaming kernel takes these rows: exact mode, rows longer than the warp kernel's
-// and numerous enough that one warp a row fills the device, k <= kStreamMaxK.  Except k > 384 at
-// 3073..4096 elements, where the 4-warp group kernel measured 3-7% faster (its rows fill all 32
-// slots a lane there; at 3000 elements and k = 512 the streaming kernel is 9% faster: notes v24).
+// Whether the streaming kernel takes rows longer than the warp kernel's (the launcher tests that):
+// exact mode, rows numerous enough that one warp a row fills the device, k <= kStreamMaxK.  Except
+// k > 384 at 3073..4096 elements, where the 4-warp group kernel measured 3-7% faster (its rows fill
+// all 32 slots a lane there; at 3000 elements and k = 512 the streaming kernel is 9% faster: notes
+// v24).
 inline bool stream_applies(const RowLaunch& a) {
   const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
   const bool group_wins = a.k > 384 && a.cols > 3072 && a.cols <= 4096;
-  return exact && a.k <= kStreamMaxK && !group_wins && a.cols > 2048 && a.cols <= INT_MAX - 4096 &&
+  return exact && a.k <= kStreamMaxK && !group_wins && a.cols <= INT_MAX - 4096 &&
          a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
 }
 

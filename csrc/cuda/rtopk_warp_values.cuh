@@ -623,12 +623,6 @@ __device__ __forceinline__ void store_words(T* p, const T (&v)[N]) {
   }
 }
 
-// Key of a finite directed value: to_key() without its NaN test, and -0.0 made +0.0 by the add.
-__device__ __forceinline__ uint32_t finite_value_key(float v) {
-  const uint32_t b = __float_as_uint(v + 0.f);
-  return b ^ (uint32_t(int(b) >> 31) | 0x80000000u);
-}
-
 // Zeroes the byte counts of B = 128 * W buckets (W words per lane).
 template <int W>
 __device__ __forceinline__ void zero_bucket_counts(uint32_t* s_words) {
