@@ -32,7 +32,7 @@ def mixed_rows(M, dtype, seed, rows=ROWS):
     return x
 
 
-KS = [1, 8, 64, 65, 128, 500, 512]
+KS = [1, 8, 16, 64, 65, 128, 500, 512]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
