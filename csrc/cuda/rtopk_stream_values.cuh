@@ -156,17 +156,20 @@ struct StreamList {
 };
 
 // Cuts a warp's list in place to the entries at or above some key t with k <= count(>= t) <= cap,
-// or, where no bisection midpoint lands there (ties at the k-th key; with cap == k, whenever the
-// k-th key is not alone above a midpoint), to exactly its k highest-ranked entries (key
-// descending, then index).  The list: n >= k entries in index order at the start of the LC-entry
-// buffer (back: at its end), where the kept ones go too.  Returns the number kept, and in kth the
-// least kept key.  Bisection of the key bracket [lo, hi] (value midpoints while both ends are
-// finite, key midpoints after 12 passes or otherwise, so at most 44 passes) until a count lands in
-// [k, cap], one key is left, or at most 32 entries lie in the bracket, which one warp then ranks.
-// s_ck / s_ci: 32 words of scratch.  Not inlined: the kernel's instruction cache (notes v24).
+// or, where no bin edge lands there (ties at the k-th key; with cap == k, whenever the k-th key is
+// not alone above an edge), to exactly its k highest-ranked entries (key descending, then index).
+// The list: n >= k entries in index order at the start of the LC-entry buffer (back: at its end),
+// where the kept ones go too.  Returns the number kept, and in kth the least kept key.  The key
+// bracket [lo, hi] (at first the list's range) narrows by histograms: one pass counts its entries
+// into at most 128 bins of 2^s keys and the bin holding the k-th entry, snapped to its least and
+// greatest key, becomes the bracket, until a bin's lower edge counts [k, cap], one key is left, or
+// (after two passes) at most 32 entries lie in the bracket, which one warp then ranks.  A pass
+// costs about 2.5 counting passes; it replaced a bisection of 4-6 (notes v26).  s_scratch: 129
+// words (the bins and one for the rest, then the ranking's 2 x 32).  Not inlined: the kernel's
+// instruction cache (notes v24).
 template <int LC>
 __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int cap, bool back,
-                                     uint32_t& kth, uint32_t* s_ck, int* s_ci) {
+                                     uint32_t& kth, uint32_t* s_scratch) {
   const int lane = threadIdx.x & 31;
   const int steps = (n + 127) / 128;
   const int base = back ? LC - steps * 128 : 0;  // the list's steps start here
@@ -186,31 +189,62 @@ __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int
   uint32_t above = 0u;
   int last = -1;
   bool found = false;
-  for (int pass = 0; c_lo - c_gt > 32 && c_lo > cap && lo < hi; ++pass) {
-    uint32_t t;
-    if (pass < 12 && key_is_finite(lo) && key_is_finite(hi)) {
-      t = to_key<float>(KeyTraits<float>::midpoint(from_key<float>(lo), from_key<float>(hi)));
-      t = min(max(t, lo + 1u), hi);
-    } else {
-      t = lo + ((hi - lo) >> 1) + 1u;  // in (lo, hi]
+  // Ranking takes at most 32 entries, and costs more than a pass: at least two passes first.
+  for (int pass = 0; c_lo > cap && lo < hi && (c_lo - c_gt > 32 || pass < 2); ++pass) {
+    const uint32_t span = hi - lo;
+    const int s = max(0, 25 - __clz(span));  // (span >> s) < 128
+    reinterpret_cast<uint4*>(s_scratch)[lane] = make_uint4(0u, 0u, 0u, 0u);
+    __syncwarp();
+    for (int b = 0; b < steps; ++b) {
+      const uint4 q = list.keys_at(b);
+      const uint32_t w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        // Outside [lo, hi] (padding, key 0, wraps above span) into bin 128, no branch.
+        const uint32_t d = w[i] - lo;
+        atomicAdd(s_scratch + (d <= span ? d >> s : 128u), 1u);
+      }
     }
-    const int cnt = list.count_ge(t);
-    if (cnt >= k && cnt <= cap) {
+    __syncwarp();
+    // Lane l holds bins 4 l .. 4 l + 3; `acc` counts the entries above the bin at hand.
+    const uint4 hq = reinterpret_cast<const uint4*>(s_scratch)[lane];
+    const int h[4] = {int(hq.x), int(hq.y), int(hq.z), int(hq.w)};
+    const int own = h[0] + h[1] + h[2] + h[3];
+    int upper = own;  // this lane's bins and those of the lanes above
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_down_sync(kFullMask, upper, o);
+      if (lane + o < 32) upper += v;
+    }
+    int acc = c_gt + upper - own, bin = -1, c_bin = 0, c_above = 0;
+#pragma unroll
+    for (int j = 3; j >= 0; --j) {
+      const int with = acc + h[j];
+      if (acc < k && with >= k) {
+        bin = 4 * lane + j;
+        c_bin = with;
+        c_above = acc;
+      }
+      acc = with;
+    }
+    // (A lane reads and clears only its own bins: no barrier before the next pass.)
+    const int src = __ffs(__ballot_sync(kFullMask, bin >= 0)) - 1;
+    bin = __shfl_sync(kFullMask, bin, src);
+    c_bin = __shfl_sync(kFullMask, c_bin, src);
+    c_above = __shfl_sync(kFullMask, c_above, src);
+    const uint32_t t = lo + (uint32_t(bin) << s);  // the bin's lower edge: count(>= t) = c_bin
+    if (c_bin <= cap) {
       above = t - 1u;
       found = true;
       break;
     }
-    bool empty;  // the half the bracket kept held nothing past its new end: snap to its keys
-    if (cnt > k) {
-      empty = cnt == c_lo;
-      lo = t;
-      c_lo = cnt;
-    } else {
-      empty = cnt == c_gt;
-      hi = t - 1u;
-      c_gt = cnt;
-    }
-    if (empty) list.range_in(lo, hi, lo, hi);
+    const uint32_t width = (1u << s) - 1u;
+    hi = hi - t < width ? hi : t + width;
+    lo = t;
+    c_lo = c_bin;
+    c_gt = c_above;
+    // (Snapped, a bracket of few distinct keys ends after one more pass, not up to four.)
+    list.range_in(lo, hi, lo, hi);
   }
   if (!found && c_lo <= cap) {
     above = lo - 1u;  // every entry from lo up fits
@@ -227,6 +261,8 @@ __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int
       last = warp_max(at);
     } else {
       // At most 32 entries in [lo, hi]: gather them in index order, one a lane, and rank them.
+      uint32_t* s_ck = s_scratch;
+      int* s_ci = reinterpret_cast<int*>(s_scratch + 32);
       const int want = list.scan([&](uint32_t key) { return key >= lo && key <= hi; },
                                  [&](int before, uint32_t key, int e) {
                                    s_ck[before] = key;
@@ -282,7 +318,7 @@ __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int
 // entries start.
 template <bool kLargest, int LC, int G, typename L, typename scalar_t>
 __device__ __forceinline__ int stream_row(const scalar_t* x, int cols, int k, bool back,
-                                          uint32_t* keys, int* idx, uint32_t* s_ck, int* s_ci) {
+                                          uint32_t* keys, int* idx, uint32_t* s_scratch) {
   constexpr int E = L::E;
   constexpr int kGroup = 32 * E;  // elements of one load across the warp
   constexpr int kChunk = G * kGroup;
@@ -365,7 +401,7 @@ __device__ __forceinline__ int stream_row(const scalar_t* x, int cols, int k, bo
             // against the new threshold.  Forwards, once it is NaN (the k largest), nothing
             // later ranks above it; backwards only NaN does (+inf passes too, harmlessly).
             uint32_t kth;
-            n = list_cut<LC>(keys, idx, n, k, k + k / 4, back, kth, s_ck, s_ci);
+            n = list_cut<LC>(keys, idx, n, k, k + k / 4, back, kth, s_scratch);
             cut = true;
             if (kLargest && kth == KeyTraits<float>::kMax) {
               if (!back) {
@@ -407,7 +443,7 @@ __device__ __forceinline__ int stream_row(const scalar_t* x, int cols, int k, bo
   __syncwarp();
   if (n > k) {
     uint32_t kth;
-    list_cut<LC>(keys, idx, n, k, k, back, kth, s_ck, s_ci);
+    list_cut<LC>(keys, idx, n, k, k, back, kth, s_scratch);
   }
   return back ? LC - k : 0;
 }
@@ -429,8 +465,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32,
                 "a cut list (at most k + k / 4) leaves room for one load's elements");
   __shared__ __align__(16) uint32_t s_keys[kStreamWarps][LC];
   __shared__ __align__(16) int s_idx[kStreamWarps][LC];
-  __shared__ uint32_t s_ck[kStreamWarps][32];
-  __shared__ int s_ci[kStreamWarps][32];
+  __shared__ __align__(16) uint32_t s_scratch[kStreamWarps][132];  // list_cut's histogram
   const int lane = threadIdx.x & 31;
   // (The warp index through a shuffle: a warp-uniform row loop, see warp_values_kernel.)
   const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
@@ -447,7 +482,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32,
     const bool back = __shfl_sync(kFullMask, end_key, 1) > __shfl_sync(kFullMask, end_key, 0);
     end = ends(r + stride);
     const int at = stream_row<kLargest, LC, G, L>(x, cols, k, back, s_keys[warp], s_idx[warp],
-                                                  s_ck[warp], s_ci[warp]);
+                                                  s_scratch[warp]);
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
     for (int p = lane; p < k; p += 32) {
@@ -460,14 +495,12 @@ __global__ void __launch_bounds__(kStreamWarps * 32,
 }
 
 // Whether the streaming kernel takes rows longer than the warp kernel's (the launcher tests that):
-// exact mode, rows numerous enough that one warp a row fills the device, k <= kStreamMaxK.  Except
-// k > 384 at 3073..4096 elements, where the 4-warp group kernel measured 3-7% faster (its rows fill
-// all 32 slots a lane there; at 3000 elements and k = 512 the streaming kernel is 9% faster: notes
-// v24).
+// exact mode, rows numerous enough that one warp a row fills the device, k <= kStreamMaxK.  (Until
+// its cuts took histograms, k > 384 at 3073..4096 elements stayed with the 4-warp group kernel,
+// 3-7% faster there then: notes v24, v26.)
 inline bool stream_applies(const RowLaunch& a) {
   const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
-  const bool group_wins = a.k > 384 && a.cols > 3072 && a.cols <= 4096;
-  return exact && a.k <= kStreamMaxK && !group_wins && a.cols <= INT_MAX - 4096 &&
+  return exact && a.k <= kStreamMaxK && a.cols <= INT_MAX - 4096 &&
          a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
 }
 
