@@ -120,14 +120,18 @@ struct StreamList {
     mx = warp_max(z);
   }
   // Calls f(at, key, index) for every entry that pick(key) || pick_at(key, index) accepts, with
-  // `at` the number of accepted entries before it in index order; returns the number accepted.
-  // f may rewrite entries up to its own (every lane reads a step before any lane writes).
-  template <typename Pick, typename F, typename PickAt = bool (*)(uint32_t, int)>
+  // `at` the number of accepted entries before it in index order (kFromEnd: after it, the steps
+  // then taken last first); returns the number accepted.  f may rewrite entries up to its own
+  // (kFromEnd: from its own on), since every lane reads a step before any lane writes.
+  template <bool kFromEnd = false, typename Pick, typename F,
+            typename PickAt = bool (*)(uint32_t, int)>
   __device__ __forceinline__ int scan(Pick pick, F f, PickAt pick_at = nullptr) const {
     const int lane = threadIdx.x & 31;
-    const unsigned below = (1u << lane) - 1u;
+    // The lanes whose entries of a step come before this lane's in the scan's order.
+    const unsigned before_lanes = kFromEnd ? ~((2u << lane) - 1u) : (1u << lane) - 1u;
     int done = 0;
-    for (int b = 0; b < steps; ++b) {
+    for (int bi = 0; bi < steps; ++bi) {
+      const int b = kFromEnd ? steps - 1 - bi : bi;
       const uint4 q = keys_at(b);
       const int4 e = reinterpret_cast<const int4*>(idx)[b * 32 + lane];
       const uint32_t kq[4] = {q.x, q.y, q.z, q.w};
@@ -140,12 +144,13 @@ struct StreamList {
         if constexpr (!std::is_same<PickAt, bool (*)(uint32_t, int)>::value)
           flag[i] = flag[i] || pick_at(kq[i], eq[i]);
         const unsigned m = __ballot_sync(kFullMask, flag[i]);
-        at += __popc(m & below);
+        at += __popc(m & before_lanes);
         total += __popc(m);
       }
       __syncwarp();
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        const int i = kFromEnd ? 3 - j : j;
         if (flag[i]) f(at++, kq[i], eq[i]);
       }
       done += total;
@@ -282,28 +287,31 @@ __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int
       last = __shfl_sync(kFullMask, ci, src);
     }
   }
-  // Compact what is kept, in place and in order, to the list's first step; at the buffer's end,
-  // move it up there (from the last entry down: the two ranges may overlap).
+  // Compact what is kept, in place and in order, to the list's first step, or at the buffer's end
+  // scanning from the list's end (an entry moves up, never onto one not yet read; before, a move
+  // after the compaction cost backward rows ~200 instructions a cut of k = 512: notes v26).
   uint32_t least = 0xFFFFFFFFu;
-  const int kept = list.scan([&](uint32_t key) { return key > above; },
-                             [&](int at, uint32_t key, int e) {
-                               keys[base + at] = key;
-                               idx[base + at] = e;
-                               least = min(least, key);
-                             },
-                             [&](uint32_t key, int e) { return key == above && e <= last; });
-  if (back && base + kept < LC) {
-    for (int p0 = kept - 1; p0 >= 0; p0 -= 32) {
-      const int p = p0 - lane;
-      const uint32_t key = p >= 0 ? keys[base + p] : 0u;
-      const int e = p >= 0 ? idx[base + p] : 0;
-      __syncwarp();
-      if (p >= 0) {
-        keys[LC - kept + p] = key;
-        idx[LC - kept + p] = e;
-      }
-      __syncwarp();
-    }
+  const auto pick = [&](uint32_t key) { return key > above; };
+  const auto pick_tie = [&](uint32_t key, int e) { return key == above && e <= last; };
+  int kept;
+  if (back) {
+    kept = list.scan<true>(
+        pick,
+        [&](int at, uint32_t key, int e) {
+          keys[LC - 1 - at] = key;
+          idx[LC - 1 - at] = e;
+          least = min(least, key);
+        },
+        pick_tie);
+  } else {
+    kept = list.scan(
+        pick,
+        [&](int at, uint32_t key, int e) {
+          keys[at] = key;
+          idx[at] = e;
+          least = min(least, key);
+        },
+        pick_tie);
   }
   kth = warp_min(least);
   return kept;
