@@ -94,14 +94,6 @@ struct StreamList {
   __device__ __forceinline__ uint4 keys_at(int b) const {
     return reinterpret_cast<const uint4*>(keys)[b * 32 + (threadIdx.x & 31)];
   }
-  __device__ __forceinline__ int count_ge(uint32_t t) const {  // t >= 1
-    unsigned c = 0;
-    for (int b = 0; b < steps; ++b) {
-      const uint4 q = keys_at(b);
-      c += (q.x >= t) + (q.y >= t) + (q.z >= t) + (q.w >= t);
-    }
-    return int(warp_sum(c));
-  }
   // Min and max key of the entries in [lo, hi] (lo >= 1).
   __device__ __forceinline__ void range_in(uint32_t lo, uint32_t hi, uint32_t& mn,
                                            uint32_t& mx) const {
