@@ -139,14 +139,15 @@ __device__ __forceinline__ unsigned warp_sum(unsigned v) {
   return warp_reduce(v, SumOp{});
 #endif
 }
-// Inclusive prefix sum over the lanes: lane l gets the sum of lanes 0 .. l.
-template <typename T>
+// Inclusive prefix sum over the lanes: lane l gets the sum of lanes 0 .. l (kFromTop: of lanes
+// l .. 31).
+template <bool kFromTop = false, typename T>
 __device__ __forceinline__ T warp_inclusive_sum(T v) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
-    const T t = __shfl_up_sync(kFullMask, v, o);
-    v += lane >= o ? t : T(0);
+    const T t = kFromTop ? __shfl_down_sync(kFullMask, v, o) : __shfl_up_sync(kFullMask, v, o);
+    v += (kFromTop ? lane + o < 32 : lane >= o) ? t : T(0);
   }
   return v;
 }

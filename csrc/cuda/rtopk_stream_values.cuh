@@ -207,12 +207,8 @@ __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int
     const uint4 hq = reinterpret_cast<const uint4*>(s_scratch)[lane];
     const int h[4] = {int(hq.x), int(hq.y), int(hq.z), int(hq.w)};
     const int own = h[0] + h[1] + h[2] + h[3];
-    int upper = own;  // this lane's bins and those of the lanes above
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int v = __shfl_down_sync(kFullMask, upper, o);
-      if (lane + o < 32) upper += v;
-    }
+    // This lane's bins and those of the lanes above.
+    const int upper = warp_inclusive_sum<true>(own);
     int acc = c_gt + upper - own, bin = -1, c_bin = 0, c_above = 0;
 #pragma unroll
     for (int j = 3; j >= 0; --j) {
@@ -285,26 +281,16 @@ __device__ __noinline__ int list_cut(uint32_t* keys, int* idx, int n, int k, int
   uint32_t least = 0xFFFFFFFFu;
   const auto pick = [&](uint32_t key) { return key > above; };
   const auto pick_tie = [&](uint32_t key, int e) { return key == above && e <= last; };
-  int kept;
-  if (back) {
-    kept = list.scan<true>(
-        pick,
-        [&](int at, uint32_t key, int e) {
-          keys[LC - 1 - at] = key;
-          idx[LC - 1 - at] = e;
-          least = min(least, key);
-        },
-        pick_tie);
-  } else {
-    kept = list.scan(
-        pick,
-        [&](int at, uint32_t key, int e) {
-          keys[at] = key;
-          idx[at] = e;
-          least = min(least, key);
-        },
-        pick_tie);
-  }
+  const auto keep_at = [&](int slot, uint32_t key, int e) {
+    keys[slot] = key;
+    idx[slot] = e;
+    least = min(least, key);
+  };
+  const int kept =
+      back ? list.scan<true>(
+                 pick, [&](int at, uint32_t key, int e) { keep_at(LC - 1 - at, key, e); }, pick_tie)
+           : list.scan(
+                 pick, [&](int at, uint32_t key, int e) { keep_at(at, key, e); }, pick_tie);
   kth = warp_min(least);
   return kept;
 }
