@@ -387,10 +387,12 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
                       cudaStream_t stream) {
   static_assert(warp_slots_below(VPT) >= 0, "VPT must be one of kWarpSlotLevels");
   using Compute = typename Elem<scalar_t>::Compute;
-  constexpr int kWarps = kWarpBlockThreads / 32;
-  const int64_t wanted = (a.rows + kWarps - 1) / kWarps;
-  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 32;
-  const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
+  // At most 256 warps a SM's worth of blocks; each warp then walks rows at the grid's stride.
+  const auto grid_of = [&](int warps) {
+    const int64_t wanted = (a.rows + warps - 1) / warps;
+    const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (256 / warps);
+    return static_cast<unsigned>(std::min(wanted, cap));
+  };
   if constexpr (sizeof(Compute) == 4) {
     // Separate instantiations for largest / smallest and sorted / unsorted: the common case pays
     // nothing (registers, code) for the others.  Rank order is only produced for staged outputs.
@@ -398,7 +400,8 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
     const int n = static_cast<int>(a.cols), k = static_cast<int>(a.k);
     const float eps = static_cast<float>(a.eps);
     const auto launch = [&](auto kernel) {
-      kernel<<<grid, kWarpBlockThreads, 0, stream>>>(in, ov, oi, a.rows, n, k, a.max_iter, eps);
+      kernel<<<grid_of(kValueBlockWarps), kValueBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, n,
+                                                                              k, a.max_iter, eps);
     };
     if (a.largest) {
       sort ? launch(warp_values_kernel<scalar_t, VPT, true, true>)
@@ -409,9 +412,10 @@ bool launch_warp_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
     }
     return sort;  // (k = 1 is in rank order either way)
   } else {
-    warp_rows_kernel<scalar_t, VPT><<<grid, kWarpBlockThreads, 0, stream>>>(
-        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
-        static_cast<Compute>(a.eps), a.largest);
+    warp_rows_kernel<scalar_t, VPT>
+        <<<grid_of(kWarpBlockThreads / 32), kWarpBlockThreads, 0, stream>>>(
+            in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
+            static_cast<Compute>(a.eps), a.largest);
     return false;
   }
 }

@@ -1295,13 +1295,22 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, 
   __syncwarp();  // the staging buffers are rewritten by this warp's next row
 }
 
-// Blocks per SM to keep resident: caps the registers of the small-row kernels (the compiler
-// otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
-// The sorting kernels too (they keep few values live across the sort: measured faster at 5 blocks
-// than at 4 with 64 registers).  Measured (notes v14): 6 blocks at <= 8 values per lane and 5 at
-// 16 are 2.5-4% slower (no spills at 8: the kernels are not short of warps); 4 at 24 (64
-// registers, with the warp-uniform row loop no spills) is 1% faster unsorted, 1-8% sorted.
-constexpr int value_kernel_min_blocks(int vpt) { return vpt <= 8 ? 5 : vpt <= 24 ? 4 : 2; }
+// Warps per block of the value kernels.  Four rather than eight: a block's slot on a SM is freed
+// when its slowest row ends, and with rows walked at a stride of the grid's warps the last wave
+// is finer.  Measured (notes v27, fp32 exact, N = 2^14..2^18, A/B in one process): 0.97-0.995
+// of the 8-warp time (one cell 1.02), N = 2^20 1.000 / 1.003.
+constexpr int kValueBlockWarps = 4;
+
+// Warps per SM to keep resident, as blocks: caps the registers of the small-row kernels (the
+// compiler otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
+// The sorting kernels too (they keep few values live across the sort: measured faster at 40 warps
+// than at 32 with 64 registers).  Measured (notes v14, blocks of 8 warps): 48 warps at <= 8 values
+// per lane and 40 at 16 are 2.5-4% slower (no spills at 8: the kernels are not short of warps); 32
+// at 24 (64 registers, with the warp-uniform row loop no spills) is 1% faster unsorted, 1-8%
+// sorted.
+constexpr int value_kernel_min_blocks(int vpt) {
+  return (vpt <= 8 ? 40 : vpt <= 24 ? 32 : 16) / kValueBlockWarps;
+}
 
 // Largest k for which the exact selection is made from the list of elements at or above the
 // bracket (bracket_cut) rather than from the whole row.  The list costs a second compaction and an
@@ -1321,14 +1330,14 @@ constexpr int list_max_k(int vpt, bool sorted) {
 constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8; }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
-__global__ void __launch_bounds__(kWarpBlockThreads, value_kernel_min_blocks(VPT))
+__global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks(VPT))
     warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                        int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                        int64_t max_iter, float eps) {
   constexpr bool largest = kLargest;
   using E = Elem<scalar_t>;
   using Key = KeyTraits<float>::Key;
-  constexpr int kWarps = kWarpBlockThreads / 32;
+  constexpr int kWarps = kValueBlockWarps;
   __shared__ float s_val[kWarps][kCandBuf];
   __shared__ int s_idx[kWarps][kCandBuf];
   // Unsorted kernels of 32+ values per lane stage up to kWideStageK outputs (k = 129..512 would
