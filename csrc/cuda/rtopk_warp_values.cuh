@@ -1295,11 +1295,12 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, 
   __syncwarp();  // the staging buffers are rewritten by this warp's next row
 }
 
-// Warps per block of the value kernels.  Four rather than eight: a block's slot on a SM is freed
+// Warps per block of the value kernels.  Two rather than eight: a block's slot on a SM is freed
 // when its slowest row ends, and with rows walked at a stride of the grid's warps the last wave
-// is finer.  Measured (notes v27, fp32 exact, N = 2^14..2^18, A/B in one process): 0.97-0.995
-// of the 8-warp time (one cell 1.02), N = 2^20 1.000 / 1.003.
-constexpr int kValueBlockWarps = 4;
+// is finer.  Measured (notes v27, fp32, A/B in one process): 4 warps 0.97-0.995 of the 8-warp
+// exact time at N = 2^14..2^18 (N = 2^20 1.000 / 1.003), the sorting kernels 8 / 4 warps 1.012;
+// 2 warps against 4: exact 0.995, max_iter=4 0.994, sorted 0.990 (N = 2^14 0.95-1.02).
+constexpr int kValueBlockWarps = 2;
 
 // Warps per SM to keep resident, as blocks: caps the registers of the small-row kernels (the
 // compiler otherwise spends registers on the rare tie paths and halves occupancy at 16 slots).
