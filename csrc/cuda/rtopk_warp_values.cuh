@@ -1203,10 +1203,8 @@ __device__ __forceinline__ void bitonic_sort_staged(int k, float* s_val, int* s_
 // Walks the row in index order and outputs the first k slots that take_of(j, e, v) accepts
 // (called once per slot by every lane, in order, so it may ballot).  Up to kCap outputs are
 // staged in shared memory (s_ov/s_oi: kStageSlots, or kCap + 32 above kStageK) for
-// flush_staged(); more are written straight out in index order.  kExactlyK: take_of accepts
-// exactly k slots, so the cap at k is left out.
-template <int kCap, bool kExactlyK = false, typename scalar_t, int VPT, bool L, int F,
-          typename TakeOf>
+// flush_staged(); more are written straight out in index order.
+template <int kCap, typename scalar_t, int VPT, bool L, int F, typename TakeOf>
 __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, int k, TakeOf take_of,
                                               const scalar_t* x, scalar_t* ov, int64_t* oi,
                                               float* s_ov, int* s_oi) {
@@ -1223,7 +1221,7 @@ __device__ __forceinline__ void emit_selected(const ValueRow<VPT, L, F>& row, in
     const bool take = take_of(j, e, v);
     const unsigned take_mask = __ballot_sync(kFullMask, take);
     const int pos = written + __popc(take_mask & lanes_below);
-    const bool keep = kExactlyK ? take : take && pos < k;
+    const bool keep = take && pos < k;
     if (stage) {
       // Own spare slot, as in the compaction (after the list's slots at kStageK).
       const int slot = keep ? pos : (kCap == kStageK ? kStageSpare : kCap) + lane;
@@ -1335,11 +1333,12 @@ constexpr int list_max_k(int vpt, bool sorted) {
 // (ncu at 8 per lane: 46 wavefronts for 16 stores a row).
 constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8; }
 
-// Whether the unsorted kernel walks the row with a one-compare take test when an exact cut takes
-// every element ranked >= t (Cut::idx_t == INT_MAX: exactly k of them, so no cap at k either): 15
-// SASS instructions a slot instead of 18.  Measured (notes v28, 8 values per lane, A/B in one
-// process): exact 2-3% faster (bf16 4%), max_iter=4, which keeps the general loop, 1-2% slower.
-constexpr bool exactly_k_emit(int vpt, bool sorted) { return !sorted && vpt <= 8; }
+// Whether the unsorted kernel walks the row with a one-compare take test for a cut that takes
+// every element ranked >= t (Cut::idx_t == INT_MAX: exact cuts of exactly k elements, and every
+// early-stop cut, which the cap at k then trims): 16 SASS instructions a slot instead of 18.
+// Measured (notes v28, 8 values per lane, A/B in one process): exact about 2% faster, max_iter=4
+// 2-5%; the sorting kernels are fetch-bound and keep one loop.
+constexpr bool one_compare_emit(int vpt, bool sorted) { return !sorted && vpt <= 8; }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks(VPT))
@@ -1424,8 +1423,8 @@ __global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks
             return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
           },
           s_ov, s_oi, kStageSpare);
-    } else if (exactly_k_emit(VPT, kSorted) && exact && cut.ok && cut.idx_t == INT_MAX) {
-      emit_selected<kEmitCap, true>(
+    } else if (one_compare_emit(VPT, kSorted) && cut.ok && cut.idx_t == INT_MAX) {
+      emit_selected<kEmitCap>(
           row, k, [&](int j, int, float v) { return row.valid(j) & ranks_ge<kLargest>(v, cut.t); },
           x, ov, oi, s_ov, s_oi);
     } else if (cut.ok) {
