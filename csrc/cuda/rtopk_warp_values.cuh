@@ -1336,8 +1336,8 @@ constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8
 // Whether the unsorted kernel walks the row with a one-compare take test for a cut that takes
 // every element ranked >= t (Cut::idx_t == INT_MAX: exact cuts of exactly k elements, and every
 // early-stop cut, which the cap at k then trims): 16 SASS instructions a slot instead of 18.
-// Measured (notes v28, 8 values per lane, A/B in one process): exact about 2% faster, max_iter=4
-// 2-5%; the sorting kernels are fetch-bound and keep one loop.
+// Measured (notes v28, 8 values per lane, A/Bs in one process): exact and max_iter=4 each about
+// 2% faster than with the three-compare walk alone; the sorting kernels (fetch-bound) keep one.
 constexpr bool one_compare_emit(int vpt, bool sorted) { return !sorted && vpt <= 8; }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
