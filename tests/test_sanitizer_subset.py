@@ -43,6 +43,20 @@ def test_paths(dtype, shape):
             same_as_cpu(x, k, eps=1e-3, largest=False)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+def test_small_rows(dtype):
+    """The short-row kernels of exact mode: ranks by shuffles (rows up to 32 elements, 2..32 lanes a
+    row), k rounds of a warp maximum (33..256 elements at small k; float64 takes the warp kernel)."""
+    gen = torch.Generator().manual_seed(13)
+    for M, ks in [(3, (1, 2)), (8, (1, 5)), (20, (7,)), (32, (16,)), (70, (4, 16)), (256, (8,))]:
+        for kind in ["randn", "nan", "ties"]:
+            x = make_rows(kind, (37, M), dtype, "cpu", gen)
+            for k in ks:
+                for largest in (True, False):
+                    for sorted_ in (True, False):
+                        same_as_cpu(x, k, largest=largest, sorted=sorted_)
+
+
 def test_other_entry_points():
     x = torch.randn(6, 300, 5)
     same_as_cpu(x, 7, dim=1)

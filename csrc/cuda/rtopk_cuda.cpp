@@ -13,9 +13,10 @@ namespace {
 
 template <typename scalar_t, typename native_t>
 void run(RowProblem& p, int num_sms, cudaStream_t stream) {
-  if (p.k == p.cols) {
+  if (p.k == p.cols && !(p.sorted && p.cols <= kRankOrderFreeCols)) {
     // Every element is selected (in every mode): the rows themselves in index order, at copy
-    // speed instead of a search that has nothing to decide.
+    // speed instead of a search that has nothing to decide.  (Short rows wanted in rank order
+    // take the rank kernel instead of a copy and a sort.)
     p.values.copy_(p.input);
     p.indices.copy_(at::arange(p.cols, p.indices.options()));
     p.sorted_done = false;

@@ -25,6 +25,7 @@
 #include "rtopk_group_values.cuh"
 #include "rtopk_kernels_common.cuh"
 #include "rtopk_launch.h"
+#include "rtopk_small_rows.cuh"
 #include "rtopk_sort_rows.cuh"
 #include "rtopk_stream_values.cuh"
 #include "rtopk_warp_values.cuh"
@@ -513,6 +514,7 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   using Compute = typename Elem<scalar_t>::Compute;
   // Registers per lane for the keys: up to 64 32-bit keys or 32 64-bit keys.
   constexpr int64_t kWarpMaxCols = sizeof(KeyFor<scalar_t>) == 4 ? 2048 : 1024;
+  if (launch_small_rows<scalar_t>(in, ov, oi, a, stream)) return a.sorted;
   if constexpr (sizeof(Compute) == 4) {
     if (a.cols > kWarpMaxCols && stream_applies(a)) {
       launch_stream_rows<scalar_t>(in, ov, oi, a, stream);

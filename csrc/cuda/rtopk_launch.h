@@ -20,6 +20,10 @@ struct RowLaunch {
   int num_sms;
 };
 
+// Rows of at most this many elements come out in rank order at no extra cost (the rank kernel of
+// rtopk_small_rows.cuh), k == cols included.
+constexpr int64_t kRankOrderFreeCols = 32;
+
 // Row-wise top-k of a contiguous rows x cols matrix into rows x k outputs.  Launches one kernel
 // on `stream` (the caller checks the launch).  Returns true when the outputs come out in rank
 // order (a.sorted and the kernel sorts), false when they are in index order.
