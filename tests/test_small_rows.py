@@ -89,24 +89,22 @@ def test_small_rows_ties_at_the_kth_value_are_taken_by_index():
                 check_topk(xc, k, ctx)
 
 
-def test_small_rows_non_exact_modes_unchanged():
-    """max_iter and eps on short rows still run Algorithm 2 / the eps search (the short-row kernels are
-    exact only, but for k == M): equal to the CPU bit for bit."""
-    gen = torch.Generator().manual_seed(9)
-    for M in (8, 32, 64, 256):
-        x = make_rows("randn", (50, M), torch.float32, "cpu", gen)
-        for k in (1, 4, 8):
-            for max_iter, eps in [(2, 0.0), (-1, 1e-2)]:
-                c = torch.ops.rtopk.rtopk(x, k, max_iter, eps)
-                g = torch.ops.rtopk.rtopk(x.cuda(), k, max_iter, eps)
-                ctx = f"M={M} k={k} max_iter={max_iter} eps={eps}"
-                assert torch.equal(g[1].cpu(), c[1]), ctx
-                assert torch.equal(bits(g[0].cpu()), bits(c[0])), ctx
-        # k == M: every mode takes the whole row; rank order comes from the rank kernel (M <= 32).
-        for max_iter, eps in [(None, 0.0), (2, 0.0), (None, 1e-2)]:
-            for largest in (True, False):
-                c = rtopk.topk(x, M, largest=largest, max_iter=max_iter, eps=eps)
-                g = rtopk.topk(x.cuda(), M, largest=largest, max_iter=max_iter, eps=eps)
-                ctx = f"M={M} k=M largest={largest} max_iter={max_iter} eps={eps}"
-                assert torch.equal(g.indices.cpu(), c.indices), ctx
-                assert torch.equal(bits(g.values.cpu()), bits(c.values)), ctx
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_small_rows_every_mode_matches_cpu(dtype):
+    """Algorithm 2 (max_iter) and the eps search on rows of up to 32 elements run in the rank kernel on the
+    CPU's plan (make_plan over the row's lane group); longer rows keep the value kernels.  Bit for bit with
+    the CPU, both directions and both orders, rows whose plans stop at different iterations in one warp."""
+    gen = torch.Generator().manual_seed(17 + DTYPES.index(dtype))
+    modes = [(2, 0.0), (4, 0.0), (30, 0.0), (None, 1e-2), (3, 1e-3)]
+    for M in RANK_LENGTHS + [33, 100, 256]:
+        for kind in ["randn", "ties", "inf", "nan", "all_nan", "neg_inf_heavy", "equal"]:
+            x = make_rows(kind, (37, M), dtype, "cpu", gen)
+            xc = x.cuda()
+            for k in sorted({1, 3, M // 2, M - 1, M} & set(range(1, M + 1))):
+                for max_iter, eps in modes:
+                    for largest, sorted_ in ((True, True), (False, False), (True, False)):
+                        c = rtopk.topk(x, k, largest=largest, sorted=sorted_, max_iter=max_iter, eps=eps)
+                        g = rtopk.topk(xc, k, largest=largest, sorted=sorted_, max_iter=max_iter, eps=eps)
+                        ctx = f"M={M} {kind} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sorted_}"
+                        assert torch.equal(g.indices.cpu(), c.indices), ctx
+                        assert torch.equal(bits(g.values.cpu()), bits(c.values)), ctx

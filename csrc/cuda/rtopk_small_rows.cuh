@@ -1,19 +1,20 @@
-// Exact top-k of short rows (mixture-of-experts routers: 8..256 experts, k of 1..8) without a
-// search. The bisection kernels pay a fixed ~300 warp instructions a row (min/max, the cut, the
-// staging and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a
-// row of
-// 8.  Two kernels instead, both in the tie rule of rtopk_algo.h (directed keys, equal keys by
+// Top-k of short rows (mixture-of-experts routers: 8..256 experts, k of 1..8) without the value
+// kernels' search.  Those pay a fixed ~300 warp instructions a row (min/max, the cut, the staging
+// and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a row
+// of 8. Two kernels instead, both in the tie rule of rtopk_algo.h (directed keys, equal keys by
 // index), both giving rank order or index order as asked:
-//   rank_rows_kernel   rows of at most 32 elements: G lanes a row (the power of two >= cols), so
-//                      32 / G rows a warp; each element's rank is counted over its row by G
-//                      shuffles, the elements of rank < k are the selection, the rank is the
-//                      place in rank order and a ballot gives the place in index order.
-//   round_rows_kernel  16/32-bit rows of 17..256 elements at small k (round_rows_max_k): a warp
-//                      ranks a few rows at once in k rounds, each taking a row's largest
-//                      remaining key (lowest index among equal ones) with two warp reductions;
-//                      rank order falls out, index order from ranking the k indices.
-// Measured against the value kernels (notes v29): 2.5-7x faster at 8..16 elements, 1.3-2.7x at
-// 17..256 elements with k <= 4, the sorted output 4-10x at 8..16.
+//   rank_rows_kernel   rows of at most 32 elements, every mode: G lanes a row (the power of two
+//                      >= cols), so 32 / G rows a warp; in exact mode each element's rank is
+//                      counted over its row by G shuffles and the elements of rank < k are the
+//                      selection; in the other modes make_plan runs on the row's lane group (the
+//                      CPU's plan) and the taken elements are ranked the same way.  The rank is the
+//                      place in rank order, a ballot gives the place in index order.
+//   round_rows_kernel  16/32-bit rows of 17..256 elements at small k (round_rows_max_k), exact
+//                      mode: a warp ranks a few rows at once in k rounds, each taking a row's
+//                      largest remaining key (lowest index among equal ones) with two warp
+//                      reductions; rank order falls out, index order from ranking the k indices.
+// Measured against the value kernels (notes v29): exact 2.5-7x faster at 8..16 elements, 1.3-2.7x
+// at 17..256 elements with k <= 4, the sorted output 4-10x at 8..16; max_iter=4 at 8 elements 1.4x.
 #pragma once
 
 #include <algorithm>
@@ -32,10 +33,37 @@ constexpr int kSmallBlockWarps = kSmallBlockThreads / 32;
 // Row groups a lane loads before it ranks the first: loads in flight for the short rows.
 constexpr int kRankGroupsInFlight = 4;
 
-template <typename scalar_t, int G>
+// make_plan's Row (rtopk_algo.h) over a row held one key a lane by the G lanes of `group` (key 0
+// past the row's end): Algorithm 2 and the eps search on short rows, with the CPU's plan.  Only the
+// group's lanes take part in its votes and shuffles: groups of one warp may leave a loop apart.
+template <typename Key, int G>
+struct LaneGroupRow {
+  Key key;
+  unsigned group;
+
+  __device__ __forceinline__ int64_t count_ge(Key t) const {
+    return __popc(__ballot_sync(group, key >= t));  // (t >= 1: past the end never counts)
+  }
+  __device__ __forceinline__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
+    const bool use = key != 0 && (!finite_only || key_is_finite(key));
+    Key mn = use ? key : KeyTraits<ComputeOf<Key>>::kMax, mx = use ? key : 0;
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) {
+      mn = min(mn, __shfl_xor_sync(group, mn, o, G));
+      mx = max(mx, __shfl_xor_sync(group, mx, o, G));
+    }
+    lo = mn;
+    hi = mx;
+    return hi != 0;
+  }
+};
+
+// kExact: exact mode (the instance exact calls take: without the plan's registers).
+template <typename scalar_t, int G, bool kExact>
 __global__ void __launch_bounds__(kSmallBlockThreads)
     rank_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k, bool largest,
+                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                     int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest,
                      bool sorted) {
   static_assert(G >= 2 && G <= 32 && (G & (G - 1)) == 0, "G lanes a row: a power of two");
   using E = Elem<scalar_t>;
@@ -45,8 +73,8 @@ __global__ void __launch_bounds__(kSmallBlockThreads)
   const int lane = threadIdx.x & 31;
   const int c = lane % G;  // this lane's column
   const int sub = lane / G;
-  const unsigned before = (G == 32 ? kFullMask : ((1u << G) - 1u) << (sub * G)) &
-                          ((1u << lane) - 1u);  // this row's lanes of lower index
+  const unsigned group = G == 32 ? kFullMask : ((1u << G) - 1u) << (sub * G);  // this row's lanes
+  const unsigned before = group & ((1u << lane) - 1u);                         // ... of lower index
   // (A warp-uniform row loop, as in the value kernels: no divergence-safe copies of the shuffles.)
   const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
   const int64_t step = int64_t(gridDim.x) * kSmallBlockWarps * R * U;
@@ -64,6 +92,17 @@ __global__ void __launch_bounds__(kSmallBlockThreads)
     for (int u = 0; u < U; ++u) {
       // Key 0 (below every real key) for the lanes past the row's end.
       Key key = ok[u] ? directed_key<typename E::Compute>(E::to_compute(v[u]), largest) : Key(0);
+      bool take = true;
+      if constexpr (!kExact) {
+        // The plan of Algorithm 2 / the eps search; then rank what it takes (key 0 for the rest).
+        LaneGroupRow<Key, G> row{key, group};
+        const Plan<Key> plan = make_plan<typename E::Compute>(row, k, max_iter, eps);
+        const bool fills = ok[u] && plan.fills(key);
+        const int fills_before = __popc(__ballot_sync(group, fills) & before);
+        take = ok[u] && (plan.takes(key) || (fills && fills_before < plan.quota));
+        __syncwarp();  // (the groups' plans may have looped apart)
+        key = take ? key : Key(0);
+      }
       int rank = 0;
       if constexpr (sizeof(scalar_t) == 2) {
         // The fp32 key of a 16-bit value has its low 13 bits all equal (0, or all ones when
@@ -83,7 +122,7 @@ __global__ void __launch_bounds__(kSmallBlockThreads)
         }
         rank += __popc(equal & ((1u << c) - 1u));
       }
-      const bool take = ok[u] && rank < k;
+      take = take && ok[u] && rank < k;
       const unsigned taken = __ballot_sync(kFullMask, take);
       const int pos = sorted ? rank : __popc(taken & before);
       if (take) {
@@ -185,25 +224,32 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   return static_cast<unsigned>(std::min(wanted, cap));
 }
 
-// Rows of 2..32 elements, exact mode, any k.  Outputs in rank order when a.sorted.
+// Rows of 2..32 elements, every mode, any k.  Outputs in rank order when a.sorted.
 template <typename scalar_t>
 void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
+  const bool exact = exact_mode<typename Elem<scalar_t>::Compute>(a);
   const auto launch = [&](auto kernel, int lanes) {
     const int rows_a_warp = 32 / lanes * kRankGroupsInFlight;
     kernel<<<small_rows_grid(a.rows, rows_a_warp, a.num_sms), kSmallBlockThreads, 0, stream>>>(
-        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest, a.sorted);
+        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
+        static_cast<typename Elem<scalar_t>::Compute>(a.eps), a.largest, a.sorted);
   };
   if (a.cols <= 2) {
-    launch(rank_rows_kernel<scalar_t, 2>, 2);
+    exact ? launch(rank_rows_kernel<scalar_t, 2, true>, 2)
+          : launch(rank_rows_kernel<scalar_t, 2, false>, 2);
   } else if (a.cols <= 4) {
-    launch(rank_rows_kernel<scalar_t, 4>, 4);
+    exact ? launch(rank_rows_kernel<scalar_t, 4, true>, 4)
+          : launch(rank_rows_kernel<scalar_t, 4, false>, 4);
   } else if (a.cols <= 8) {
-    launch(rank_rows_kernel<scalar_t, 8>, 8);
+    exact ? launch(rank_rows_kernel<scalar_t, 8, true>, 8)
+          : launch(rank_rows_kernel<scalar_t, 8, false>, 8);
   } else if (a.cols <= 16) {
-    launch(rank_rows_kernel<scalar_t, 16>, 16);
+    exact ? launch(rank_rows_kernel<scalar_t, 16, true>, 16)
+          : launch(rank_rows_kernel<scalar_t, 16, false>, 16);
   } else {
-    launch(rank_rows_kernel<scalar_t, 32>, 32);
+    exact ? launch(rank_rows_kernel<scalar_t, 32, true>, 32)
+          : launch(rank_rows_kernel<scalar_t, 32, false>, 32);
   }
 }
 
@@ -219,16 +265,16 @@ void launch_round_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
 }
 
 // The short-row kernels where they apply (returns false where not): rows of up to 32 elements in
-// exact mode, and 16/32-bit rows of up to 256 at small k.
+// every mode, and 16/32-bit rows of up to 256 at small k in exact mode.
 template <typename scalar_t>
 bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                        cudaStream_t stream) {
   using Compute = typename Elem<scalar_t>::Compute;
-  // (k == cols: every mode selects every element.)
-  if (!(exact_mode<Compute>(a) || a.k == a.cols) || a.cols > 256) return false;
+  if (a.cols > 256) return false;
+  const bool exact = exact_mode<Compute>(a);
   if constexpr (sizeof(Compute) == 4) {
     // Rows of 17..32: the 32 shuffles a row of the rank kernel cost more than a few rounds.
-    if (a.cols > 16 && a.cols <= 32 && a.k <= round_rows_max_k(1)) {
+    if (exact && a.cols > 16 && a.cols <= 32 && a.k <= round_rows_max_k(1)) {
       launch_round_rows<scalar_t, 1>(in, ov, oi, a, stream);
       return true;
     }
@@ -237,6 +283,7 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
     launch_rank_rows<scalar_t>(in, ov, oi, a, stream);
     return true;
   }
+  if (!exact) return false;
   if constexpr (sizeof(Compute) == 4) {
     const auto rounds = [&](auto vpt) {
       constexpr int VPT = decltype(vpt)::value;
