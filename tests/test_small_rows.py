@@ -11,6 +11,7 @@ import torch
 
 import rtopk
 from conftest import HAS_CUDA, bits, check_matches_ref, make_rows
+from test_mid_rows import misaligned
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
@@ -24,13 +25,6 @@ TOPK_KINDS = ["randn", "ties", "signed_zeros", "nan", "all_nan", "few_ulps"]
 
 def ks(M):
     return sorted(k for k in {1, 2, 3, 5, 8, 9, 16, 17, 32, 33, M - 1, M} if 1 <= k <= M)
-
-
-def misaligned(x):
-    flat = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
-    view = flat[1:].view(x.shape)
-    view.copy_(x)
-    return view
 
 
 def check_topk(x, k, ctx):

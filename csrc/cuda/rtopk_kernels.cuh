@@ -434,7 +434,7 @@ void launch_group_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
                                         static_cast<int>(a.k), a.max_iter,
                                         static_cast<float>(a.eps));
   };
-  const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
+  const bool exact = exact_mode<float>(a);
   const bool bucket_cut = exact && a.k >= kGroupBucketMinK;
   // The filter path where its lists stay short against the row (k <= cols / 16; notes v21:
   // 0.84-0.96 of the time there, 1.04-1.10 at k = cols / 8).  Its fallback is the cut this k takes

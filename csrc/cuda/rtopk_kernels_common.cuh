@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "../rtopk_algo.h"
+#include "rtopk_launch.h"
 
 namespace rtopk {
 namespace cuda_detail {
@@ -64,6 +65,13 @@ struct Elem<__nv_bfloat16> {
   __device__ static float to_compute(__nv_bfloat16 v) { return __bfloat162float(v); }
   __device__ static __nv_bfloat16 from_compute(float v) { return __float2bfloat16_rn(v); }
 };
+
+// Whether a launch asks for exact mode (no early stop, no precision), as the kernels read it: eps
+// in the compute type.
+template <typename Compute>
+inline bool exact_mode(const RowLaunch& a) {
+  return a.max_iter < 0 && !(static_cast<Compute>(a.eps) > Compute(0));
+}
 
 template <typename scalar_t>
 using KeyFor = typename KeyTraits<typename Elem<scalar_t>::Compute>::Key;

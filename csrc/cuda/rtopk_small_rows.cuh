@@ -65,7 +65,8 @@ __global__ void __launch_bounds__(kSmallBlockThreads)
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                      int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest,
                      bool sorted) {
-  static_assert(G >= 2 && G <= 32 && (G & (G - 1)) == 0, "G lanes a row: a power of two");
+  static_assert(G >= 2 && G <= kRankOrderFreeCols && (G & (G - 1)) == 0,
+                "G lanes a row: a power of two, at most a warp");
   using E = Elem<scalar_t>;
   using Key = KeyFor<scalar_t>;
   constexpr int R = 32 / G;  // rows a warp
@@ -210,12 +211,6 @@ __global__ void __launch_bounds__(kSmallBlockThreads, 4)
   }
 }
 
-// Whether the exact mode is asked for (no early stop, no precision).
-template <typename Compute>
-bool exact_mode(const RowLaunch& a) {
-  return a.max_iter < 0 && !(static_cast<Compute>(a.eps) > Compute(0));
-}
-
 // Blocks for rows_a_warp rows a warp, at most the 2048 threads a SM holds.
 inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   const int64_t warps = (rows + rows_a_warp - 1) / rows_a_warp;
@@ -228,28 +223,27 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
 template <typename scalar_t>
 void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
-  const bool exact = exact_mode<typename Elem<scalar_t>::Compute>(a);
-  const auto launch = [&](auto kernel, int lanes) {
-    const int rows_a_warp = 32 / lanes * kRankGroupsInFlight;
-    kernel<<<small_rows_grid(a.rows, rows_a_warp, a.num_sms), kSmallBlockThreads, 0, stream>>>(
-        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
-        static_cast<typename Elem<scalar_t>::Compute>(a.eps), a.largest, a.sorted);
+  using Compute = typename Elem<scalar_t>::Compute;
+  const bool exact = exact_mode<Compute>(a);
+  const auto launch = [&](auto lanes) {
+    constexpr int G = decltype(lanes)::value;
+    const auto kernel =
+        exact ? rank_rows_kernel<scalar_t, G, true> : rank_rows_kernel<scalar_t, G, false>;
+    kernel<<<small_rows_grid(a.rows, 32 / G * kRankGroupsInFlight, a.num_sms), kSmallBlockThreads,
+             0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k),
+                          a.max_iter, static_cast<Compute>(a.eps), a.largest, a.sorted);
   };
+  // G: the power of two >= cols.
   if (a.cols <= 2) {
-    exact ? launch(rank_rows_kernel<scalar_t, 2, true>, 2)
-          : launch(rank_rows_kernel<scalar_t, 2, false>, 2);
+    launch(std::integral_constant<int, 2>());
   } else if (a.cols <= 4) {
-    exact ? launch(rank_rows_kernel<scalar_t, 4, true>, 4)
-          : launch(rank_rows_kernel<scalar_t, 4, false>, 4);
+    launch(std::integral_constant<int, 4>());
   } else if (a.cols <= 8) {
-    exact ? launch(rank_rows_kernel<scalar_t, 8, true>, 8)
-          : launch(rank_rows_kernel<scalar_t, 8, false>, 8);
+    launch(std::integral_constant<int, 8>());
   } else if (a.cols <= 16) {
-    exact ? launch(rank_rows_kernel<scalar_t, 16, true>, 16)
-          : launch(rank_rows_kernel<scalar_t, 16, false>, 16);
+    launch(std::integral_constant<int, 16>());
   } else {
-    exact ? launch(rank_rows_kernel<scalar_t, 32, true>, 32)
-          : launch(rank_rows_kernel<scalar_t, 32, false>, 32);
+    launch(std::integral_constant<int, 32>());
   }
 }
 
@@ -279,7 +273,7 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
       return true;
     }
   }
-  if (a.cols <= 32) {
+  if (a.cols <= kRankOrderFreeCols) {
     launch_rank_rows<scalar_t>(in, ov, oi, a, stream);
     return true;
   }

@@ -485,8 +485,7 @@ __global__ void __launch_bounds__(kStreamWarps * 32,
 // its cuts took histograms, k > 384 at 3073..4096 elements stayed with the 4-warp group kernel,
 // 3-7% faster there then: notes v24, v26.)
 inline bool stream_applies(const RowLaunch& a) {
-  const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
-  return exact && a.k <= kStreamMaxK && a.cols <= INT_MAX - 4096 &&
+  return exact_mode<float>(a) && a.k <= kStreamMaxK && a.cols <= INT_MAX - 4096 &&
          a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
 }
 
