@@ -1,20 +1,21 @@
 // Top-k of short rows (mixture-of-experts routers: 8..256 experts, k of 1..8) without the value
 // kernels' search.  Those pay a fixed ~300 warp instructions a row (min/max, the cut, the staging
-// and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a row
-// of 8. Two kernels instead, both in the tie rule of rtopk_algo.h (directed keys, equal keys by
+// and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a row of
+// 8.  Two kernels instead, both in the tie rule of rtopk_algo.h (directed keys, equal keys by
 // index), both giving rank order or index order as asked:
-//   rank_rows_kernel   rows of at most 32 elements, every mode: G lanes a row (the power of two
-//                      >= cols), so 32 / G rows a warp; in exact mode each element's rank is
-//                      counted over its row by G shuffles and the elements of rank < k are the
-//                      selection; in the other modes make_plan runs on the row's lane group (the
-//                      CPU's plan) and the taken elements are ranked the same way.  The rank is the
-//                      place in rank order, a ballot gives the place in index order.
+//   rank_rows_kernel   rows of at most 32 elements (8 for max_iter / eps): G lanes a row (the
+//                      power of two >= cols), 32 / G rows a warp; in exact mode each element's
+//                      rank is counted over its row by G shuffles and the elements of rank < k
+//                      are the selection; in the other modes make_plan runs on the row's lane
+//                      group (the CPU's plan) and the taken elements are ranked the same way.  The
+//                      rank is the place in rank order, a ballot gives the place in index order.
 //   round_rows_kernel  16/32-bit rows of 17..256 elements at small k (round_rows_max_k), exact
 //                      mode: a warp ranks a few rows at once in k rounds, each taking a row's
 //                      largest remaining key (lowest index among equal ones) with two warp
 //                      reductions; rank order falls out, index order from ranking the k indices.
 // Measured against the value kernels (notes v29): exact 2.5-7x faster at 8..16 elements, 1.3-2.7x
-// at 17..256 elements with k <= 4, the sorted output 4-10x at 8..16; max_iter=4 at 8 elements 1.4x.
+// at 17..256 elements with k <= 4, the sorted output 4-10x at 8..16; max_iter=4 at 8 elements
+// 1.4-1.7x.
 #pragma once
 
 #include <algorithm>
@@ -211,6 +212,11 @@ __global__ void __launch_bounds__(kSmallBlockThreads, 4)
   }
 }
 
+// Longest rows whose max_iter / eps calls take the rank kernel (make_plan on the lane group).
+// Measured (MoE grid, N = 2^18, against the value kernels; notes v29): max_iter=4 at 8 elements
+// 0.58-0.69 of the time, at 16 elements 1.05-1.36 (each midpoint a chain of group shuffles).
+constexpr int64_t kRankPlanMaxCols = 8;
+
 // Blocks for rows_a_warp rows a warp, at most the 2048 threads a SM holds.
 inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   const int64_t warps = (rows + rows_a_warp - 1) / rows_a_warp;
@@ -219,7 +225,7 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   return static_cast<unsigned>(std::min(wanted, cap));
 }
 
-// Rows of 2..32 elements, every mode, any k.  Outputs in rank order when a.sorted.
+// Rows of 2..32 elements, any k.  Outputs in rank order when a.sorted.
 template <typename scalar_t>
 void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
@@ -259,7 +265,8 @@ void launch_round_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
 }
 
 // The short-row kernels where they apply (returns false where not): rows of up to 32 elements in
-// every mode, and 16/32-bit rows of up to 256 at small k in exact mode.
+// exact mode (up to 8 in the other modes), and 16/32-bit rows of up to 256 at small k in exact
+// mode.
 template <typename scalar_t>
 bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                        cudaStream_t stream) {
@@ -273,7 +280,9 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
       return true;
     }
   }
-  if (a.cols <= kRankOrderFreeCols) {
+  // The rank kernel: exact mode on rows of up to 32; max_iter / eps only up to kRankPlanMaxCols
+  // elements, and wherever k == cols (every mode takes the whole row).
+  if (a.cols <= kRankOrderFreeCols && (exact || a.cols <= kRankPlanMaxCols || a.k == a.cols)) {
     launch_rank_rows<scalar_t>(in, ov, oi, a, stream);
     return true;
   }
