@@ -13,10 +13,11 @@ namespace {
 
 template <typename scalar_t, typename native_t>
 void run(RowProblem& p, int num_sms, cudaStream_t stream) {
-  if (p.k == p.cols && !(p.sorted && p.cols <= kRankOrderFreeCols)) {
+  if (p.k == p.cols && p.cols > kRankOrderFreeCols) {
     // Every element is selected (in every mode): the rows themselves in index order, at copy
-    // speed instead of a search that has nothing to decide.  (Short rows wanted in rank order
-    // take the rank kernel instead of a copy and a sort.)
+    // speed instead of a search that has nothing to decide.  (Rows of up to 32 elements take the
+    // rank kernel instead, in either order: one pass, where the copies are three kernels; MoE
+    // M = k = 8 at 2^18 rows 0.0126 against 0.042 ms, notes v30.)
     p.values.copy_(p.input);
     p.indices.copy_(at::arange(p.cols, p.indices.options()));
     p.sorted_done = false;
