@@ -1336,9 +1336,11 @@ constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8
 // Whether the unsorted kernel walks the row with a one-compare take test for a cut that takes
 // every element ranked >= t (Cut::idx_t == INT_MAX: exact cuts of exactly k elements, and every
 // early-stop cut, which the cap at k then trims): 16 SASS instructions a slot instead of 18.
-// Measured (notes v28, 8 values per lane, A/Bs in one process): exact and max_iter=4 each about
-// 2% faster than with the three-compare walk alone; the sorting kernels (fetch-bound) keep one.
-constexpr bool one_compare_emit(int vpt, bool sorted) { return !sorted && vpt <= 8; }
+// Measured (A/Bs in one process): at 8 values per lane exact and max_iter=4 each about 2% faster
+// (notes v28); at 12-24, where exact cuts mostly select from a list, max_iter=4 / 8 2-6% faster,
+// exact 0-0.9% slower (the second loop's code; notes v30).  The sorting kernels (fetch-bound)
+// keep one loop.
+constexpr bool one_compare_emit(int vpt, bool sorted) { return !sorted && vpt <= 24; }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks(VPT))
