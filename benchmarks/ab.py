@@ -44,8 +44,12 @@ def child(args):
         x = torch.randn(n, m, device="cuda", dtype=dtype, generator=gen)
         for mode in args.modes.split(","):
             max_iter, eps, sorted_ = MODES[mode]
-            fn = (lambda: rtopk.topk(x, k, sorted=True)) if sorted_ else \
-                (lambda: torch.ops.rtopk.rtopk(x, k, max_iter, eps))
+            if args.smallest:  # the k smallest, through the drop-in API
+                fn = lambda: rtopk.topk(x, k, largest=False, sorted=sorted_, max_iter=max_iter, eps=eps)
+            elif sorted_:
+                fn = lambda: rtopk.topk(x, k, sorted=True)
+            else:
+                fn = lambda: torch.ops.rtopk.rtopk(x, k, max_iter, eps)
             out[f"{n}x{m}:{k}:{mode}"] = triton.testing.do_bench(fn, warmup=25, rep=100,
                                                                  return_mode="median")
     json.dump(out, sys.stdout)
@@ -60,6 +64,7 @@ def main():
     p.add_argument("--modes", default="exact,it4")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--smallest", action="store_true", help="time the k smallest (rtopk.topk largest=False)")
     args = p.parse_args()
     if args.child:
         return child(args)
@@ -67,11 +72,11 @@ def main():
     for _ in range(args.rounds):
         for side in ("a", "b"):
             cmd = [sys.executable, __file__, "--child", getattr(args, side), "--cells", args.cells,
-                   "--modes", args.modes, "--dtype", args.dtype]
+                   "--modes", args.modes, "--dtype", args.dtype] + ["--smallest"] * args.smallest
             times[side].append(json.loads(subprocess.run(cmd, check=True, capture_output=True,
                                                          text=True).stdout))
     ratios = []
-    print(f"# {args.dtype}, {args.rounds} rounds; ms are medians over rounds; b/a the median of per-round ratios")
+    print(f"# {args.dtype}{' k smallest' if args.smallest else ''}, {args.rounds} rounds; ms are medians over rounds; b/a the median of per-round ratios")
     print("| cell | a ms | b ms | b/a |")
     print("|---|---|---|---|")
     for cell in times["a"][0]:
