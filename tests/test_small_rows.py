@@ -85,9 +85,10 @@ def test_small_rows_ties_at_the_kth_value_are_taken_by_index():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_small_rows_every_mode_matches_cpu(dtype):
-    """Algorithm 2 (max_iter) and the eps search on rows of up to 8 elements (and at k == M up to 32) run in the
-    rank kernel on the CPU's plan (make_plan over the row's lane group); longer rows keep the value kernels.  Bit for bit with
-    the CPU, both directions and both orders, rows whose plans stop at different iterations in one warp."""
+    """Algorithm 2 (max_iter) and the eps search on rows of up to 8 elements run in the rank kernel on the CPU's
+    plan (make_plan over the row's lane group); at k == M rows of up to 32 take the rank kernel's exact instance
+    (every mode selects the whole row); the rest keep the value kernels.  Bit for bit with the CPU, both
+    directions and both orders, rows whose plans stop at different iterations in one warp."""
     gen = torch.Generator().manual_seed(17 + DTYPES.index(dtype))
     modes = [(2, 0.0), (4, 0.0), (30, 0.0), (None, 1e-2), (3, 1e-3)]
     for M in RANK_LENGTHS + [33, 100, 256]:

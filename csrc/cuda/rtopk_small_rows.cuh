@@ -3,12 +3,13 @@
 // and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a row of
 // 8.  Two kernels instead, both in the tie rule of rtopk_algo.h (directed keys, equal keys by
 // index), both giving rank order or index order as asked:
-//   rank_rows_kernel   rows of at most 32 elements (8 for max_iter / eps): G lanes a row (the
-//                      power of two >= cols), 32 / G rows a warp; in exact mode each element's
-//                      rank is counted over its row by G shuffles and the elements of rank < k
-//                      are the selection; in the other modes make_plan runs on the row's lane
-//                      group (the CPU's plan) and the taken elements are ranked the same way.  The
-//                      rank is the place in rank order, a ballot gives the place in index order.
+//   rank_rows_kernel   rows of at most 32 elements (8 for max_iter / eps, unless k == cols): G
+//                      lanes a row (the power of two >= cols), 32 / G rows a warp; in exact mode
+//                      each element's rank is counted over its row by G shuffles and the elements
+//                      of rank < k are the selection; in the other modes make_plan runs on the
+//                      row's lane group (the CPU's plan) and the taken elements are ranked the
+//                      same way.  The rank is the place in rank order, a ballot gives the place
+//                      in index order.
 //   round_rows_kernel  16/32-bit rows of 17..256 elements at small k (round_rows_max_k), exact
 //                      mode: a warp ranks a few rows at once in k rounds, each taking a row's
 //                      largest remaining key (lowest index among equal ones) with two warp
@@ -267,8 +268,8 @@ void launch_round_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
 }
 
 // The short-row kernels where they apply (returns false where not): rows of up to 32 elements in
-// exact mode (up to 8 in the other modes), and 16/32-bit rows of up to 256 at small k in exact
-// mode.
+// exact mode or at k == cols (up to 8 in the other modes), and 16/32-bit rows of up to 256 at
+// small k in exact mode.
 template <typename scalar_t>
 bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                        cudaStream_t stream) {

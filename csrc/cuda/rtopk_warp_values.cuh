@@ -1338,8 +1338,8 @@ constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8
 // early-stop cut, which the cap at k then trims): 16 SASS instructions a slot instead of 18.
 // Measured (A/Bs in one process): at 8 values per lane exact and max_iter=4 each about 2% faster
 // (notes v28); at 12-24, where exact cuts mostly select from a list, max_iter=4 / 8 2-6% faster,
-// exact 0-0.9% slower (the second loop's code; notes v30).  The sorting kernels (fetch-bound)
-// keep one loop.
+// exact 0-1% slower (16-bit k smallest at 16 values a lane 3%: the second loop's code), at 32+
+// exact up to 4% slower (not taken there; notes v30).  The sorting kernels keep one loop.
 constexpr bool one_compare_emit(int vpt, bool sorted) { return !sorted && vpt <= 24; }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
