@@ -944,8 +944,9 @@ __device__ __forceinline__ bool row_bucket_cut(const ValueRow<VPT, L, F>& row, i
 #pragma unroll
   for (int j = 0; j < VPT; ++j) {
     const int b = linear_bucket<B>(row.v[j], hi, scale);
-    // Padding adds 0 (no branch around the atomic).
-    atomicAdd(s_words + b / 4, row.valid(j) ? 1u << (b % 4) * 8 : 0u);
+    // Padding lanes stay out (a predicated atomic): adding 0 to element 0's counter word from
+    // every padded lane serialised the slot (32-way at M = 200; notes v30).
+    if (row.valid(j)) atomicAdd(s_words + b / 4, 1u << (b % 4) * 8);
     packed[j / 3] = j % 3 == 0 ? uint32_t(b) : packed[j / 3] | uint32_t(b) << (kPackBits * (j % 3));
   }
   __syncwarp();
