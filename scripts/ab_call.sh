@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# One device call for a kernel change measured against its base (notes v30): build A (this tree)
+# and B (a copy of it with the patch applied) in place, test A while B builds, test B, then
+# benchmarks/ab.py in alternating processes.  Logs under $OUT.
+# Environment:
+#   PATCH     the change, as `git diff csrc > ab/b.patch` writes it (default ab/b.patch; keep it
+#             in an untracked, not ignored folder so that the device tool carries it)
+#   CELLS     benchmarks/ab.py cells (default "262144x256:16,128;262144x768:16,128")
+#   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run
+#   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py)
+#   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B
+set -uo pipefail
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+ROOT=$PWD
+PATCH=$(realpath "${PATCH:-ab/b.patch}")
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
+if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi  # see gpu_check.sh
+t0=$(date +%s)
+python3 setup.py build_ext --inplace >"$OUT/build_a.log" 2>&1 || { tail -40 "$OUT/build_a.log"; exit 1; }
+echo "A built: $(($(date +%s) - t0)) s"
+B=$(mktemp -d)
+cp -r csrc rtopk tests setup.py pyproject.toml "$B" && rm -f "$B"/rtopk/_C*.so
+(cd "$B" && patch -p1 <"$PATCH" && python3 setup.py build_ext --inplace >"$OUT/build_b.log" 2>&1
+ echo "B build rc=$? at $(($(date +%s) - t0)) s") &
+bpid=$!
+# shellcheck disable=SC2086
+timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "not cpu" >"$OUT/pytest_a.log" 2>&1
+echo "tests A rc=$?: $(tail -1 "$OUT/pytest_a.log")"
+wait $bpid
+# shellcheck disable=SC2086  # (word splitting wanted: several test files)
+(cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "not cpu" >"$OUT/pytest_b.log" 2>&1
+ echo "tests B rc=$?: $(tail -1 "$OUT/pytest_b.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_b.log" | head)
+for f in a b; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
+for dt in ${DTYPES:-float32}; do
+  python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
+    --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_$dt.md"
+  if [ "${SMALLEST:-0}" = 1 ]; then
+    python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
+      --smallest --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_${dt}_smallest.md"
+  fi
+done
+if [ "${SANITIZE_B:-0}" = 1 ]; then
+  (cd "$B" && for t in memcheck racecheck; do
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool $t --error-exitcode 9 \
+      python3 -m pytest tests/test_sanitizer_subset.py -q -k float32 >"$OUT/san_$t.log" 2>&1
+    echo "$t B rc=$?: $(grep -E "passed|failed" "$OUT/san_$t.log" | tail -1)" \
+      "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_$t.log" | tail -1)"
+  done)
+fi
+tar czf "$OUT/logs.tgz" -C "$OUT" --exclude logs.tgz . 2>/dev/null
