@@ -85,10 +85,7 @@ def main():
         r = statistics.median(y / x for x, y in zip(a, b))
         ratios.append(r)
         print(f"| {cell} | {statistics.median(a):.4f} | {statistics.median(b):.4f} | {r:.3f} |")
-    geo = 1.0
-    for r in ratios:
-        geo *= r
-    print(f"# geometric mean b/a over {len(ratios)} cells: {geo ** (1 / len(ratios)):.3f}")
+    print(f"# geometric mean b/a over {len(ratios)} cells: {statistics.geometric_mean(ratios):.3f}")
 
 
 if __name__ == "__main__":

@@ -226,14 +226,12 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   return static_cast<unsigned>(std::min(wanted, cap));
 }
 
-// Rows of 2..32 elements, any k.  Outputs in rank order when a.sorted.
+// Rows of 2..32 elements, any k; `exact`: the instance without the plan.  Outputs in rank order
+// when a.sorted.
 template <typename scalar_t>
-void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a, bool exact,
                       cudaStream_t stream) {
   using Compute = typename Elem<scalar_t>::Compute;
-  // At k == cols every mode takes the whole row, and the exact instance ranks it without a plan
-  // (MoE M = k = 8, max_iter=4: 0.0527 ms through the plan, notes v30).
-  const bool exact = exact_mode<Compute>(a) || a.k == a.cols;
   const auto launch = [&](auto lanes) {
     constexpr int G = decltype(lanes)::value;
     const auto kernel =
@@ -275,7 +273,9 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
                        cudaStream_t stream) {
   using Compute = typename Elem<scalar_t>::Compute;
   if (a.cols > 256) return false;
-  const bool exact = exact_mode<Compute>(a);
+  // At k == cols every mode takes the whole row: exact mode's answer, without a plan (MoE
+  // M = k = 8, max_iter=4: 0.0527 ms through the plan, 0.0139 exact; notes v30).
+  const bool exact = exact_mode<Compute>(a) || a.k == a.cols;
   if constexpr (sizeof(Compute) == 4) {
     // Rows of 17..32: the 32 shuffles a row of the rank kernel cost more than a few rounds.
     if (exact && a.cols > 16 && a.cols <= 32 && a.k <= round_rows_max_k(1)) {
@@ -284,9 +284,9 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
     }
   }
   // The rank kernel: exact mode on rows of up to 32; max_iter / eps only up to kRankPlanMaxCols
-  // elements, and wherever k == cols (every mode takes the whole row).
-  if (a.cols <= kRankOrderFreeCols && (exact || a.cols <= kRankPlanMaxCols || a.k == a.cols)) {
-    launch_rank_rows<scalar_t>(in, ov, oi, a, stream);
+  // elements.
+  if (a.cols <= kRankOrderFreeCols && (exact || a.cols <= kRankPlanMaxCols)) {
+    launch_rank_rows<scalar_t>(in, ov, oi, a, exact, stream);
     return true;
   }
   if (!exact) return false;
