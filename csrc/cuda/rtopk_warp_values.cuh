@@ -641,7 +641,7 @@ template <bool Skip>
 __device__ __forceinline__ uint32_t count_in_bucket(uint32_t* s_words, int b, bool counted) {
   const int sh = (b & 3) * 8;
   uint32_t old = 0;
-  if (Skip) {
+  if constexpr (Skip) {
     if (counted) old = atomicAdd(s_words + (b >> 2), 1u << sh);
   } else {
     old = atomicAdd(s_words + (b >> 2), counted ? 1u << sh : 0u);
