@@ -2,27 +2,18 @@
 # One device call for a kernel change measured against its base (notes v30): build A (this tree)
 # and B (a copy of it with the patch applied) in place, test A while B builds, test B, then
 # benchmarks/ab.py in alternating processes.  Logs under $OUT.
-# Environment:
-#   PATCH     the change, as `git diff csrc > ab/b.patch` writes it (default ab/b.patch; keep it
-#             in an untracked, not ignored folder so that the device tool carries it)
+# Environment (and PATCH, MAX_JOBS: scripts/ab_tree.sh):
 #   CELLS     benchmarks/ab.py cells (default "262144x256:16,128;262144x768:16,128")
 #   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run
 #   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py)
 #   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B
 set -uo pipefail
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-ROOT=$PWD
-PATCH=$(realpath "${PATCH:-ab/b.patch}")
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
-if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi  # see gpu_check.sh
+# shellcheck source=scripts/ab_tree.sh
+. "$(dirname "$0")/ab_tree.sh"
 t0=$(date +%s)
 python3 setup.py build_ext --inplace >"$OUT/build_a.log" 2>&1 || { tail -40 "$OUT/build_a.log"; exit 1; }
 echo "A built: $(($(date +%s) - t0)) s"
-B=$(mktemp -d)
-cp -r csrc rtopk tests setup.py pyproject.toml "$B" && rm -f "$B"/rtopk/_C*.so
-(cd "$B" && patch -p1 <"$PATCH" && python3 setup.py build_ext --inplace >"$OUT/build_b.log" 2>&1
- echo "B build rc=$? at $(($(date +%s) - t0)) s") &
+(build_b; echo "B build rc=$? at $(($(date +%s) - t0)) s") &
 bpid=$!
 # shellcheck disable=SC2086
 timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "not cpu" >"$OUT/pytest_a.log" 2>&1

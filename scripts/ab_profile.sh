@@ -2,20 +2,14 @@
 # ncu of one kernel change against its base (notes v31 item 2): build A (this tree) and B (a copy
 # with the patch applied) side by side, then the SpeedOfLight / scheduler / warp-state / occupancy
 # sections and the warp instructions executed, for each shape, with each build.  Logs under $OUT.
-# Environment: PATCH (default ab/b.patch, as for ab_call.sh); SHAPES, "M k" pairs separated by ";"
+# Environment (and PATCH: scripts/ab_tree.sh): SHAPES, "M k" pairs separated by ";"
 # (default "256 16;256 128"); MODE unsorted | sorted (default unsorted); KERNEL regex (default
 # warp_values); ROWS (profile_one.py, default 2^18).
 set -uo pipefail
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-8} PYTHONUNBUFFERED=1
-if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi  # see gpu_check.sh
-ROOT=$PWD
-PATCH=$(realpath "${PATCH:-ab/b.patch}")
-B=$(mktemp -d)
-cp -r csrc rtopk tests scripts setup.py pyproject.toml "$B" && rm -f "$B"/rtopk/_C*.so
-(cd "$B" && patch -p1 -s <"$PATCH" && python3 setup.py build_ext --inplace >"$OUT/build_b.log" 2>&1
- echo "B build rc=$?") &
+MAX_JOBS=${MAX_JOBS:-8}  # (A and B build side by side)
+# shellcheck source=scripts/ab_tree.sh
+. "$(dirname "$0")/ab_tree.sh"
+(build_b; echo "B build rc=$?") &
 python3 setup.py build_ext --inplace >"$OUT/build_a.log" 2>&1
 echo "A build rc=$?"
 wait
