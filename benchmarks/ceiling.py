@@ -15,16 +15,14 @@ grid's score.
 """
 
 import argparse
-import math
 import statistics
 
 import torch
 import triton
 import triton.language as tl
-from triton.testing import do_bench
 
 import rtopk
-from rtopk.bench import GRIDS, floor_bytes
+from rtopk.bench import GRIDS, CudaTimer, copy_bandwidth, floor_bytes, geomean
 
 
 @triton.jit
@@ -73,36 +71,21 @@ class ReadFlushTimer:
         return statistics.median(s.elapsed_time(e) for s, e in ev)
 
 
-def dobench(fn):
-    return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
-
-
-def bandwidth(timer):
-    n = 1 << 30
-    src = torch.empty(n, dtype=torch.int8, device="cuda").random_(-128, 127)
-    dst = torch.empty_like(src)
-    return 2 * n / (timer(lambda: dst.copy_(src)) * 1e-3)
-
-
-def geomean(v):
-    return math.exp(sum(math.log(a) for a in v) / len(v))
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     p.add_argument("--grid", default="paper", choices=["paper", "small"])
     args = p.parse_args()
     dtype = getattr(torch, args.dtype)
-    rf = ReadFlushTimer()
-    timers = {"db": dobench, "rf": rf}
-    bw = {name: bandwidth(t) for name, t in timers.items()}
+    # db: the bench's own timer (do_bench, since triton imports here); rf: the reading flush.
+    timers = {"db": CudaTimer(), "rf": ReadFlushTimer()}
+    bw = {name: copy_bandwidth("cuda", t) for name, t in timers.items()}
     one = torch.zeros(1, device="cuda")
+    src = torch.empty(16 << 20, dtype=torch.int8, device="cuda")
+    dst = torch.empty_like(src)
     print(f"# {torch.cuda.get_device_name()}; torch {torch.__version__}; triton {triton.__version__}; {args.dtype}")
     print("# db: triton do_bench (zero_ flush, the bench's method); rf: CUDA events, flush by reading 256 MB")
     for name, t in timers.items():
-        src = torch.empty(16 << 20, dtype=torch.int8, device="cuda")
-        dst = torch.empty_like(src)
         print(f"# {name}: copy bandwidth {bw[name] / 1e12:.3f} TB/s; 1-element add_ {1e3 * t(lambda: one.add_(1)):.2f} us;"
               f" 16 MB copy {1e3 * t(lambda: dst.copy_(src)):.2f} us")
     cells = [(N, M, k) for N, M, k, _ in GRIDS["paper"]] if args.grid == "paper" else [
