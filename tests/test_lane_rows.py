@@ -1,0 +1,95 @@
+"""Rows of 193..256 elements in exact mode, which the CUDA backend gives to its four-lane kernel (four lanes a
+row, eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the
+warp kernel's row body in the same launch): against the plain-torch reference bit for bit, in index order,
+largest (rtopk.rtopk) and smallest (rtopk.topk, unsorted), every row length from 193 to 256 that changes the
+padding or the load path, row counts not a multiple of eight, k on both sides of 64 (above it the kernel
+takes only launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.  Skipped without
+CUDA."""
+
+import pytest
+import torch
+
+import rtopk
+from conftest import HAS_CUDA, bits, check_matches_ref, make_rows
+from test_mid_rows import misaligned
+
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# 256: the vector path; 252 / 200: whole vectors, padding; 193 / 197 / 255: vectors across rows and chunks.
+LENGTHS = [193, 197, 200, 252, 255, 256]
+KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
+         "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
+MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
+
+
+def lane_rows(kind, shape, dtype, gen):
+    """make_rows, plus "coarse": randn rounded to 1/16, so that the k-th value's bucket holds a few ties."""
+    if kind == "coarse":
+        x = torch.round(torch.randn(shape, generator=gen, dtype=torch.float64) * 16) / 16
+        return x.to(dtype).cuda()
+    return make_rows(kind, shape, dtype, "cpu", gen).cuda()
+
+
+def check_smallest(x, k, ctx):
+    v, i = rtopk.topk(x, k, largest=False, sorted=False)
+    rv, ri = rtopk.topk_ref(x, k, -1, False, False)
+    assert torch.equal(i, ri), f"indices differ from reference: {ctx} smallest"
+    assert torch.equal(bits(v), bits(rv)), f"values differ from reference: {ctx} smallest"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("M", LENGTHS)
+def test_lane_rows_match_reference(dtype, M):
+    gen = torch.Generator().manual_seed(1000 + M + 7 * DTYPES.index(dtype))
+    for kind in KINDS:
+        # 1003 rows: the last warp's block holds 3 rows.
+        x = lane_rows(kind, (1003, M), dtype, gen)
+        for k in (5, 16, 31, 33, 64):
+            ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+    check_matches_ref(misaligned(x), 16, f"misaligned M={M}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_lane_rows_large_k_many_rows(dtype):
+    """k of 65..128 (the kernel's upper range) on 2^17 + 3 rows."""
+    gen = torch.Generator().manual_seed(77)
+    for M in (256, 201):
+        x = lane_rows("randn", (MANY, M), dtype, gen)
+        # Some rows crowded (heavy tail), some with NaN / inf: the fallback inside the same warps.
+        x[::3] = x[::3] ** 5
+        x[5::11, 17] = float("nan")
+        x[7::13, 100] = float("-inf")
+        for k in (65, 96, 127, 128):
+            ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_mixed_warps(dtype):
+    """Each warp's eight rows of different kinds: fast rows and fallback rows share a warp and its staging."""
+    gen = torch.Generator().manual_seed(5)
+    kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps"]
+    for M in (256, 230):
+        parts = [lane_rows(kind, (1, M), dtype, gen) for _ in range(60) for kind in kinds]
+        x = torch.cat(parts)  # 540 rows, kinds cycling through each block of eight
+        for k in (1, 8, 32, 64):
+            ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
+    """A value repeated around the k-th rank, spread over the four lanes: the lowest indices are taken."""
+    gen = torch.Generator().manual_seed(11)
+    for M in (256, 199):
+        x = torch.randn(4096, M, generator=gen, dtype=torch.float64)
+        x = torch.where(torch.rand(4096, M, generator=gen) < 0.1, torch.full_like(x, 0.25), x)
+        for k in (10, 40, 64):
+            for dtype in DTYPES:
+                xc = x.to(dtype).cuda()
+                check_matches_ref(xc, k, f"M={M} k={k} dtype={dtype}")
+                check_smallest(xc, k, f"M={M} k={k} dtype={dtype}")
