@@ -258,212 +258,218 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       scale = 0.f;
       mx = 0.f;
     }
-    // Zero row g's counters, then count (one byte a bucket: no bucket of a row with mn < mx holds
-    // more than 255 of its 256 slots, as the max and the min lie in buckets 0 and 255).
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      *reinterpret_cast<uint4*>(aux + kLaneHistWords * g + 16 * l + 4 * i) =
-          make_uint4(0u, 0u, 0u, 0u);
-    __syncwarp();
-#pragma unroll
-    for (int j = 0; j < kLaneE; ++j) {
-      u[j] = fmaf(mx - u[j], scale, 8388608.f);
-      const uint32_t bits = __float_as_uint(u[j]);
-      asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                   "r"(__funnelshift_l(0u, 1u, bits << 3))
-                   : "memory");
-    }
-    if (npad > 0 && l == kLaneG - 1) {
-      // The padding slots copy the row's first element: take them back out of its bucket.
-      const uint32_t bits = __float_as_uint(fmaf(mx - sf[g * kLaneRowWords], scale, 8388608.f));
-      asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                   "r"(0u - __funnelshift_l(0u, uint32_t(npad), bits << 3))
-                   : "memory");
-    }
-    __syncwarp();
-    // b*: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
-    // group scan, the owner lane's 64 buckets split over the group, a second scan.
-    const uint32_t* hrow = aux + kLaneHistWords * g;
-    const int rot = (l >> 1) + 2 * (g & 1);
-    int tot = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
-      tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
-      tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
-      tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
-      tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
-    }
-    const int inc = lane_group_inclusive(tot, l);
-    const int ol =
-        __ffs((__ballot_sync(kFullMask, inc - tot < k && k <= inc) >> (kLaneG * g)) & 0xFu) - 1;
-    const int oexc = __shfl_sync(kFullMask, inc - tot, kLaneG * g + (ol & 3));
-    uint32_t c[16];
-    {
-      const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
-      const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+    // A warp of rows none of which this path finishes (NaN, +-inf, ranges out of float range)
+    // goes straight to the fallback.
+    unsigned okmask = 0u;
+    if (__any_sync(kFullMask, ok || equal)) {
+      // Zero row g's counters, then count (one byte a bucket: no bucket of a row with mn < mx holds
+      // more than 255 of its 256 slots, as the max and the min lie in buckets 0 and 255).
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
-    }
-    int st = 0;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) st += int(c[i]);
-    const int inc2 = lane_group_inclusive(st, l) + oexc;
-    const int sl =
-        __ffs((__ballot_sync(kFullMask, inc2 - st < k && k <= inc2) >> (kLaneG * g)) & 0xFu) - 1;
-    int run = inc2 - st, bs = 0, nn = 0, chi = 0;
-#pragma unroll
-    for (int m = 0; m < 16; ++m) {
-      const int nr = run + int(c[m]);
-      const bool hit = run < k && k <= nr;
-      bs = hit ? m : bs;
-      nn = hit ? int(c[m]) : nn;
-      chi = hit ? run : chi;
-      run = nr;
-    }
-    const int src = kLaneG * g + (sl & 3);
-    bs = __shfl_sync(kFullMask, bs, src);
-    nn = __shfl_sync(kFullMask, nn, src);
-    chi = __shfl_sync(kFullMask, chi, src);
-    const int bstar = 64 * (ol & 3) + 16 * (sl & 3) + bs;
-    const int need = k - chi;  // b*'s members to take: 1 <= need <= nn
-    ok = ok && ol >= 0 && sl >= 0;
-    // More than 32 members of which only some are taken: resolved here when all are equal (the
-    // first `need` by index), else by the fallback.
-    bool crowded = ok && need < nn && nn > 32;
-    __syncwarp();  // the counters are read: their words are reused below
-    // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
-    const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
-    const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
-    uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
-#pragma unroll
-    for (int j = 0; j < kLaneE; ++j) {
-      a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
-      w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
-    }
-    a[0] &= valid0;
-    a[1] &= valid1;
-    w[0] &= valid0;
-    w[1] &= valid1;
-    if (__any_sync(kFullMask, crowded)) {
-      const uint32_t m0 = crowded ? w[0] & ~a[0] : 0u, m1 = crowded ? w[1] & ~a[1] : 0u;
-      float lo2 = __int_as_float(0x7f800000), hi2 = -lo2;
-#pragma unroll
-      for (int i = 0; i < kLaneE / 4; ++i) {
-        const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-        const float qv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const int j = 4 * i + t;
-          const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
-          lo2 = in ? fminf(lo2, qv[t]) : lo2;
-          hi2 = in ? fmaxf(hi2, qv[t]) : hi2;
-        }
-      }
-#pragma unroll
-      for (int o = 1; o < kLaneG; o *= 2) {
-        lo2 = fminf(lo2, __shfl_xor_sync(kFullMask, lo2, o));
-        hi2 = fmaxf(hi2, __shfl_xor_sync(kFullMask, hi2, o));
-      }
-      const int mc = __popc(m0) + __popc(m1);
-      const int before = lane_group_inclusive(mc, l) - mc;
-      if (crowded && lo2 == hi2) {
-        // All equal: the lane's share of the first `need`, lowest bits first.
-        int q = min(max(need - before, 0), mc);
-        uint32_t t0 = m0, t1 = m1;
-        if (q == mc) {
-          a[0] |= m0;
-          a[1] |= m1;
-        } else {
-          for (; q > 0 && t0; --q) {
-            a[0] |= t0 & (0u - t0);
-            t0 &= t0 - 1u;
-          }
-          for (; q > 0; --q) {
-            a[1] |= t1 & (0u - t1);
-            t1 &= t1 - 1u;
-          }
-        }
-        w[0] = a[0];  // (taken whole below)
-        w[1] = a[1];
-        crowded = false;
-        nn = need;
-      }
-    }
-    ok = ok && !crowded;
-    // b*'s members when only some are taken: listed with their values, each ranked by its lane.
-    const bool part = ok && need < nn;
-    if (__any_sync(kFullMask, part)) {
-      const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
-      const int mc = __popc(mem0) + __popc(mem1);
-      int pos = lane_group_inclusive(mc, l) - mc;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint32_t mm = h ? mem1 : mem0;
-        while (mm) {
-          const int j = __ffs(mm) - 1 + 32 * h;
-          mm &= mm - 1;
-          lv[pos] = vrow[j];
-          li[pos] = kLaneE * l + j;
-          ++pos;
-        }
-      }
+        *reinterpret_cast<uint4*>(aux + kLaneHistWords * g + 16 * l + 4 * i) =
+            make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint32_t mm = h ? mem1 : mem0;
-        while (mm) {
-          const int j = __ffs(mm) - 1 + 32 * h;
-          mm &= mm - 1;
-          const float v = vrow[j];
-          const int i = kLaneE * l + j;
-          int rank = 0;
-          for (int q = 0; q < nn; ++q) {
-            const float o = lv[q];
-            rank += int(o > v) | int(o == v && li[q] < i);
-          }
-          if (rank < need) a[h] |= 1u << (j - 32 * h);
-        }
+      for (int j = 0; j < kLaneE; ++j) {
+        u[j] = fmaf(mx - u[j], scale, 8388608.f);
+        const uint32_t bits = __float_as_uint(u[j]);
+        if (ok)  // (rows of one value would serialise on one counter)
+          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                       "r"(__funnelshift_l(0u, 1u, bits << 3))
+                       : "memory");
+      }
+      if (ok && npad > 0 && l == kLaneG - 1) {
+        // The padding slots copy the row's first element: take them back out of its bucket.
+        const uint32_t bits = __float_as_uint(fmaf(mx - sf[g * kLaneRowWords], scale, 8388608.f));
+        asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                     "r"(0u - __funnelshift_l(0u, uint32_t(npad), bits << 3))
+                     : "memory");
       }
       __syncwarp();
-    }
-    // (An equal row: lane l's first k - 64 l real elements.)
-    const int qe = min(max(k - kLaneE * l, 0), nreal);
-    const uint32_t e0 = qe >= 32 ? ~0u : (1u << qe) - 1u;
-    const uint32_t e1 = qe >= 64 ? ~0u : qe <= 32 ? 0u : (1u << (qe - 32)) - 1u;
-    const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
-    const uint32_t take1 = equal ? e1 : part ? a[1] : w[1];
-    // Output indices in index order, staged; rows whose count is off (none should be) fall back.
-    const int tc = __popc(take0) + __popc(take1);
-    const int tinc = lane_group_inclusive(tc, l);
-    // (The shuffle outside the && : every lane must take part in it.)
-    const int taken = __shfl_sync(kFullMask, tinc, kLaneG * g + kLaneG - 1);
-    ok = (ok || equal) && taken == k;
-    if (ok) {
-      int pos = tinc - tc;
+      // b*: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
+      // group scan, the owner lane's 64 buckets split over the group, a second scan.
+      const uint32_t* hrow = aux + kLaneHistWords * g;
+      const int rot = (l >> 1) + 2 * (g & 1);
+      int tot = 0;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint32_t tm = h ? take1 : take0;
-        while (tm) {
-          const int j = __ffs(tm) - 1 + 32 * h;
-          tm &= tm - 1;
-          so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+      for (int i = 0; i < 4; ++i) {
+        const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
+        tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
+        tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
+        tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
+        tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
+      }
+      const int inc = lane_group_inclusive(tot, l);
+      const int ol =
+          __ffs((__ballot_sync(kFullMask, inc - tot < k && k <= inc) >> (kLaneG * g)) & 0xFu) - 1;
+      const int oexc = __shfl_sync(kFullMask, inc - tot, kLaneG * g + (ol & 3));
+      uint32_t c[16];
+      {
+        const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
+        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
+      }
+      int st = 0;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) st += int(c[i]);
+      const int inc2 = lane_group_inclusive(st, l) + oexc;
+      const int sl =
+          __ffs((__ballot_sync(kFullMask, inc2 - st < k && k <= inc2) >> (kLaneG * g)) & 0xFu) - 1;
+      int run = inc2 - st, bs = 0, nn = 0, chi = 0;
+#pragma unroll
+      for (int m = 0; m < 16; ++m) {
+        const int nr = run + int(c[m]);
+        const bool hit = run < k && k <= nr;
+        bs = hit ? m : bs;
+        nn = hit ? int(c[m]) : nn;
+        chi = hit ? run : chi;
+        run = nr;
+      }
+      const int src = kLaneG * g + (sl & 3);
+      bs = __shfl_sync(kFullMask, bs, src);
+      nn = __shfl_sync(kFullMask, nn, src);
+      chi = __shfl_sync(kFullMask, chi, src);
+      const int bstar = 64 * (ol & 3) + 16 * (sl & 3) + bs;
+      const int need = k - chi;  // b*'s members to take: 1 <= need <= nn
+      ok = ok && ol >= 0 && sl >= 0;
+      // More than 32 members of which only some are taken: resolved here when all are equal (the
+      // first `need` by index), else by the fallback.
+      bool crowded = ok && need < nn && nn > 32;
+      __syncwarp();  // the counters are read: their words are reused below
+      // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
+      const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
+      const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
+      uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
+        w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
+      }
+      a[0] &= valid0;
+      a[1] &= valid1;
+      w[0] &= valid0;
+      w[1] &= valid1;
+      if (__any_sync(kFullMask, crowded)) {
+        const uint32_t m0 = crowded ? w[0] & ~a[0] : 0u, m1 = crowded ? w[1] & ~a[1] : 0u;
+        float lo2 = __int_as_float(0x7f800000), hi2 = -lo2;
+#pragma unroll
+        for (int i = 0; i < kLaneE / 4; ++i) {
+          const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+          const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            const int j = 4 * i + t;
+            const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
+            lo2 = in ? fminf(lo2, qv[t]) : lo2;
+            hi2 = in ? fmaxf(hi2, qv[t]) : hi2;
+          }
+        }
+#pragma unroll
+        for (int o = 1; o < kLaneG; o *= 2) {
+          lo2 = fminf(lo2, __shfl_xor_sync(kFullMask, lo2, o));
+          hi2 = fmaxf(hi2, __shfl_xor_sync(kFullMask, hi2, o));
+        }
+        const int mc = __popc(m0) + __popc(m1);
+        const int before = lane_group_inclusive(mc, l) - mc;
+        if (crowded && lo2 == hi2) {
+          // All equal: the lane's share of the first `need`, lowest bits first.
+          int q = min(max(need - before, 0), mc);
+          uint32_t t0 = m0, t1 = m1;
+          if (q == mc) {
+            a[0] |= m0;
+            a[1] |= m1;
+          } else {
+            for (; q > 0 && t0; --q) {
+              a[0] |= t0 & (0u - t0);
+              t0 &= t0 - 1u;
+            }
+            for (; q > 0; --q) {
+              a[1] |= t1 & (0u - t1);
+              t1 &= t1 - 1u;
+            }
+          }
+          w[0] = a[0];  // (taken whole below)
+          w[1] = a[1];
+          crowded = false;
+          nn = need;
         }
       }
-    }
-    const unsigned okmask = __ballot_sync(kFullMask, ok);
-    __syncwarp();
-    // Flush: the 8 rows' k outputs are contiguous, written coalesced.
-    scalar_t* const ov = out_values + r0 * k;
-    int64_t* const oi = out_indices + r0 * k;
-    for (int e = lane; e < nrows * k; e += 32) {
-      const int gg = int((uint32_t(e) * inv_k) >> 20);
-      if (okmask >> (kLaneG * gg) & 1u) {
-        const int idx = so[kLaneOutStride * gg + (e - gg * k)];
-        ov[e] = E::from_compute(directed<kLargest>(sf[lane_stage_at(gg, idx)]));
-        oi[e] = idx;
+      ok = ok && !crowded;
+      // b*'s members when only some are taken: listed with their values, each ranked by its lane.
+      const bool part = ok && need < nn;
+      if (__any_sync(kFullMask, part)) {
+        const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
+        const int mc = __popc(mem0) + __popc(mem1);
+        int pos = lane_group_inclusive(mc, l) - mc;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t mm = h ? mem1 : mem0;
+          while (mm) {
+            const int j = __ffs(mm) - 1 + 32 * h;
+            mm &= mm - 1;
+            lv[pos] = vrow[j];
+            li[pos] = kLaneE * l + j;
+            ++pos;
+          }
+        }
+        __syncwarp();
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t mm = h ? mem1 : mem0;
+          while (mm) {
+            const int j = __ffs(mm) - 1 + 32 * h;
+            mm &= mm - 1;
+            const float v = vrow[j];
+            const int i = kLaneE * l + j;
+            int rank = 0;
+            for (int q = 0; q < nn; ++q) {
+              const float o = lv[q];
+              rank += int(o > v) | int(o == v && li[q] < i);
+            }
+            if (rank < need) a[h] |= 1u << (j - 32 * h);
+          }
+        }
+        __syncwarp();
+      }
+      // (An equal row: lane l's first k - 64 l real elements.)
+      const int qe = min(max(k - kLaneE * l, 0), nreal);
+      const uint32_t e0 = qe >= 32 ? ~0u : (1u << qe) - 1u;
+      const uint32_t e1 = qe >= 64 ? ~0u : qe <= 32 ? 0u : (1u << (qe - 32)) - 1u;
+      const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
+      const uint32_t take1 = equal ? e1 : part ? a[1] : w[1];
+      // Output indices in index order, staged; rows whose count is off (none should be) fall back.
+      const int tc = __popc(take0) + __popc(take1);
+      const int tinc = lane_group_inclusive(tc, l);
+      // (The shuffle outside the && : every lane must take part in it.)
+      const int taken = __shfl_sync(kFullMask, tinc, kLaneG * g + kLaneG - 1);
+      ok = (ok || equal) && taken == k;
+      if (ok) {
+        int pos = tinc - tc;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t tm = h ? take1 : take0;
+          while (tm) {
+            const int j = __ffs(tm) - 1 + 32 * h;
+            tm &= tm - 1;
+            so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+          }
+        }
+      }
+      okmask = __ballot_sync(kFullMask, ok);
+      __syncwarp();
+      // Flush: the 8 rows' k outputs are contiguous, written coalesced.
+      scalar_t* const ov = out_values + r0 * k;
+      int64_t* const oi = out_indices + r0 * k;
+      for (int e = lane; e < nrows * k; e += 32) {
+        const int gg = int((uint32_t(e) * inv_k) >> 20);
+        if (okmask >> (kLaneG * gg) & 1u) {
+          const int idx = so[kLaneOutStride * gg + (e - gg * k)];
+          ov[e] = E::from_compute(directed<kLargest>(sf[lane_stage_at(gg, idx)]));
+          oi[e] = idx;
+        }
       }
     }
     __syncwarp();  // the staging is free: the fallback's buffers go there
