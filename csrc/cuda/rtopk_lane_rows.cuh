@@ -193,6 +193,48 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
   __syncwarp();
 }
 
+// A crowded b* (more than 32 members, some taken) whose members are all equal: each lane's
+// share of the first `need` of them by index, added to its take mask (a: x, y); z = 1 when
+// resolved so (the members' min == max: the same in the row's four lanes), else 0.  Out of line:
+// the rare path's registers stay out of the kernel's main path. Called by the whole warp (its
+// shuffles); m: the lane's members (none for other rows).
+static __device__ __noinline__ uint4 lane_crowded_ties(const float* vrow, uint2 a, uint32_t m0,
+                                                       uint32_t m1, int need, bool crowded, int l) {
+  float lo2 = __int_as_float(0x7f800000), hi2 = -lo2;
+#pragma unroll
+  for (int i = 0; i < kLaneE / 4; ++i) {
+    const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+    const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int j = 4 * i + t;
+      const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
+      lo2 = in ? fminf(lo2, qv[t]) : lo2;
+      hi2 = in ? fmaxf(hi2, qv[t]) : hi2;
+    }
+  }
+#pragma unroll
+  for (int o = 1; o < kLaneG; o *= 2) {
+    lo2 = fminf(lo2, __shfl_xor_sync(kFullMask, lo2, o));
+    hi2 = fmaxf(hi2, __shfl_xor_sync(kFullMask, hi2, o));
+  }
+  const int mc = __popc(m0) + __popc(m1);
+  const int before = lane_group_inclusive(mc, l) - mc;
+  if (!(crowded && lo2 == hi2)) return make_uint4(a.x, a.y, 0u, 0u);
+  // All equal: the lane's share of the first `need`, lowest bits first.
+  int q = min(max(need - before, 0), mc);
+  if (q == mc) return make_uint4(a.x | m0, a.y | m1, 1u, 0u);
+  for (; q > 0 && m0; --q) {
+    a.x |= m0 & (0u - m0);
+    m0 &= m0 - 1u;
+  }
+  for (; q > 0; --q) {
+    a.y |= m1 & (0u - m1);
+    m1 &= m1 - 1u;
+  }
+  return make_uint4(a.x, a.y, 1u, 0u);
+}
+
 template <typename scalar_t, bool kLargest>
 __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
@@ -353,44 +395,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       w[0] &= valid0;
       w[1] &= valid1;
       if (__any_sync(kFullMask, crowded)) {
-        const uint32_t m0 = crowded ? w[0] & ~a[0] : 0u, m1 = crowded ? w[1] & ~a[1] : 0u;
-        float lo2 = __int_as_float(0x7f800000), hi2 = -lo2;
-#pragma unroll
-        for (int i = 0; i < kLaneE / 4; ++i) {
-          const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-          const float qv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-          for (int t = 0; t < 4; ++t) {
-            const int j = 4 * i + t;
-            const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
-            lo2 = in ? fminf(lo2, qv[t]) : lo2;
-            hi2 = in ? fmaxf(hi2, qv[t]) : hi2;
-          }
-        }
-#pragma unroll
-        for (int o = 1; o < kLaneG; o *= 2) {
-          lo2 = fminf(lo2, __shfl_xor_sync(kFullMask, lo2, o));
-          hi2 = fmaxf(hi2, __shfl_xor_sync(kFullMask, hi2, o));
-        }
-        const int mc = __popc(m0) + __popc(m1);
-        const int before = lane_group_inclusive(mc, l) - mc;
-        if (crowded && lo2 == hi2) {
-          // All equal: the lane's share of the first `need`, lowest bits first.
-          int q = min(max(need - before, 0), mc);
-          uint32_t t0 = m0, t1 = m1;
-          if (q == mc) {
-            a[0] |= m0;
-            a[1] |= m1;
-          } else {
-            for (; q > 0 && t0; --q) {
-              a[0] |= t0 & (0u - t0);
-              t0 &= t0 - 1u;
-            }
-            for (; q > 0; --q) {
-              a[1] |= t1 & (0u - t1);
-              t1 &= t1 - 1u;
-            }
-          }
+        const uint4 t = lane_crowded_ties(vrow, make_uint2(a[0], a[1]), crowded ? w[0] & ~a[0] : 0u,
+                                          crowded ? w[1] & ~a[1] : 0u, need, crowded, l);
+        if (t.z) {
+          a[0] = t.x;
+          a[1] = t.y;
           w[0] = a[0];  // (taken whole below)
           w[1] = a[1];
           crowded = false;
