@@ -116,6 +116,13 @@ __device__ __forceinline__ int lane_stage_at(int rr, int c) {
   return rr * kLaneRowWords + (c >> 6) * kLaneChunk + (c & 63);
 }
 
+// Four loaded elements as directed floats into 16-byte aligned staging words.
+template <bool kLargest>
+__device__ __forceinline__ void lane_store4(float* p, const float* f) {
+  *reinterpret_cast<float4*>(p) = make_float4(directed<kLargest>(f[0]), directed<kLargest>(f[1]),
+                                              directed<kLargest>(f[2]), directed<kLargest>(f[3]));
+}
+
 // Stages the warp's rows (nrows of them from src, contiguous) as directed floats; rows past
 // nrows as zeros; the slots past cols as copies of the row's first element (kept out of the
 // counts and the selection by the caller).  src is 16-byte aligned (the launch checks it).
@@ -139,9 +146,7 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
       lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
       for (int q = 0; q < VW; q += 4)
-        *reinterpret_cast<float4*>(sf + lane_stage_at(e >> 8, (e & 255) + q)) =
-            make_float4(directed<kLargest>(f[q]), directed<kLargest>(f[q + 1]),
-                        directed<kLargest>(f[q + 2]), directed<kLargest>(f[q + 3]));
+        lane_store4<kLargest>(sf + lane_stage_at(e >> 8, (e & 255) + q), f + q);
     }
   } else if (nrows == kLaneRows) {
     // 8 * cols elements: a whole number of 16-byte vectors, all loaded before the first store.  A
@@ -164,9 +169,7 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
       if ((c0 & 3) == 0 && c0 + VW <= cols && (c0 & 63) + VW <= 64) {
 #pragma unroll
         for (int q = 0; q < VW; q += 4)
-          *reinterpret_cast<float4*>(sf + lane_stage_at(rr, c0 + q)) =
-              make_float4(directed<kLargest>(f[q]), directed<kLargest>(f[q + 1]),
-                          directed<kLargest>(f[q + 2]), directed<kLargest>(f[q + 3]));
+          lane_store4<kLargest>(sf + lane_stage_at(rr, c0 + q), f + q);
       } else {
 #pragma unroll
         for (int q = 0; q < VW; ++q) {
