@@ -31,6 +31,28 @@ def lane_rows(kind, shape, dtype, gen):
     return make_rows(kind, shape, dtype, "cpu", gen).cuda()
 
 
+def crowded_rows(kind, shape, dtype, gen):
+    """Rows whose k-th value lies in a crowded bucket again after the first bucket level: a few outliers at
+    +-6e4 (the first level's range) and clusters nested inside one bucket.
+    nested: 100 values of 1e-3 randn and the rest at 2e-3 + 1e-7 randn (the largest k <= ~150 in the inner
+    cluster: three levels); nested_ties: the same rounded so that hundreds share a few values (ties found at a
+    later level); deep: clusters at 1e-2, 1e-6, 1e-10, 1e-14 and 1e-18 (more levels than the kernel runs: the
+    fallback)."""
+    n, m = shape
+    r = lambda cnt: torch.randn(n, cnt, generator=gen, dtype=torch.float64)
+    out = [torch.full((n, 1), 6e4, dtype=torch.float64), torch.full((n, 3), -6e4, dtype=torch.float64)]
+    if kind == "nested":
+        out += [1e-3 * r(100), 2e-3 + 1e-7 * r(m - 104)]
+    elif kind == "nested_ties":
+        out += [torch.round(r(100) * 2) * 5e-4, 2e-3 + torch.round(r(m - 104)) * 1e-7]
+    else:  # deep
+        out += [1e-2 * r(40), r(10).abs() * 1e-6, r(10).abs() * 1e-10, r(10).abs() * 1e-14,
+                r(m - 74).abs() * 1e-18]
+    x = torch.cat(out, dim=1)
+    perm = torch.argsort(torch.rand(n, m, generator=gen), dim=1)
+    return torch.gather(x, 1, perm).to(dtype).cuda()
+
+
 def check_smallest(x, k, ctx):
     v, i = rtopk.topk(x, k, largest=False, sorted=False)
     rv, ri = rtopk.topk_ref(x, k, -1, False, False)
@@ -62,6 +84,8 @@ def test_lane_rows_large_k_many_rows(dtype):
         x[::3] = x[::3] ** 5
         x[5::11, 17] = float("nan")
         x[7::13, 100] = float("-inf")
+        x[1::7] = crowded_rows("nested", x[1::7].shape, dtype, gen)
+        x[2::29] = crowded_rows("deep", x[2::29].shape, dtype, gen)
         for k in (65, 96, 127, 128):
             ctx = f"M={M} k={k} dtype={dtype}"
             check_matches_ref(x, k, ctx)
@@ -78,6 +102,20 @@ def test_lane_rows_mixed_warps(dtype):
         x = torch.cat(parts)  # 540 rows, kinds cycling through each block of eight
         for k in (1, 8, 32, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["nested", "nested_ties", "deep"])
+def test_lane_rows_crowded_levels(dtype, kind):
+    """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
+    levels of the four-lane path (or its fallback) against the reference, largest and smallest."""
+    gen = torch.Generator().manual_seed(31 + DTYPES.index(dtype))
+    for M in (256, 203):
+        x = crowded_rows(kind, (1003, M), dtype, gen)
+        for k in (3, 20, 40, 64):
+            ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
             check_matches_ref(x, k, ctx)
             check_smallest(x, k, ctx)
 

@@ -116,11 +116,24 @@ __device__ __forceinline__ int lane_stage_at(int rr, int c) {
   return rr * kLaneRowWords + (c >> 6) * kLaneChunk + (c & 63);
 }
 
-// Four loaded elements as directed floats into 16-byte aligned staging words.
+// Four loaded elements as directed floats into 16-byte aligned staging words.  (One 16-byte
+// store by asm: as a float4 assignment the compiler split it into four where it could not prove
+// the address aligned.)
 template <bool kLargest>
 __device__ __forceinline__ void lane_store4(float* p, const float* f) {
-  *reinterpret_cast<float4*>(p) = make_float4(directed<kLargest>(f[0]), directed<kLargest>(f[1]),
-                                              directed<kLargest>(f[2]), directed<kLargest>(f[3]));
+  asm volatile(
+      "st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(uint32_t(__cvta_generic_to_shared(p))),
+      "f"(directed<kLargest>(f[0])), "f"(directed<kLargest>(f[1])), "f"(directed<kLargest>(f[2])),
+      "f"(directed<kLargest>(f[3]))
+      : "memory");
+}
+
+// An opaque copy of x: what is computed from it is not hoisted out of the row loop (where it
+// would be kept in spilled registers across the loop, notes v34).
+__device__ __forceinline__ int lane_opaque(int x) {
+  int r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
 }
 
 // Stages the warp's rows (nrows of them from src, contiguous) as directed floats; rows past
@@ -128,14 +141,14 @@ __device__ __forceinline__ void lane_store4(float* p, const float* f) {
 // counts and the selection by the caller).  src is 16-byte aligned (the launch checks it).
 template <typename scalar_t, bool kLargest>
 __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src, int nrows,
-                                                int cols, float inv_cols, float* sf) {
+                                                int cols, float* sf) {
   using E = Elem<scalar_t>;
   constexpr int VW = 16 / sizeof(scalar_t);
+  constexpr int kLoads = kLaneRows * kLaneCols / VW / 32;  // 16-byte loads a lane, at most
   const int lane = threadIdx.x & 31;
   const uint4* src4 = reinterpret_cast<const uint4*>(src);
   if (nrows == kLaneRows && cols == kLaneCols) {
     // Every load first, then the stores: 16 (fp32) or 8 (16-bit) 16-byte loads a lane in flight.
-    constexpr int kLoads = kLaneRows * kLaneCols / VW / 32;
     uint4 raw[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) raw[i] = __ldg(src4 + 32 * i + lane);
@@ -149,39 +162,60 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
         lane_store4<kLargest>(sf + lane_stage_at(e >> 8, (e & 255) + q), f + q);
     }
   } else if (nrows == kLaneRows) {
-    // 8 * cols elements: a whole number of 16-byte vectors, all loaded before the first store.  A
-    // vector inside one row's chunk is stored as whole float4s (always when cols is a multiple of
-    // VW), else element by element.
-    constexpr int kLoads = kLaneRows * kLaneCols / VW / 32;
+    // 8 * cols elements: a whole number of 16-byte vectors, all loaded before the first store.
+    // The vectors' (row, column) stepped by 32 * VW elements (at most two rows a step).
     const int nvec = kLaneRows * cols / VW;
     uint4 raw[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
       raw[i] = 32 * i + lane < nvec ? __ldg(src4 + 32 * i + lane) : make_uint4(0u, 0u, 0u, 0u);
+    int rr = 0, c0 = lane_opaque(lane * VW);
+    if (c0 >= cols) {
+      c0 -= cols;
+      ++rr;
+    }
+    if (cols % VW == 0) {
+      // A vector never crosses a row or a chunk (VW divides both): whole float4 stores.
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) {
-      if (32 * i + lane >= nvec) break;
-      float f[VW];
-      lane_unpack<scalar_t>(raw[i], f);
-      const int e0 = (32 * i + lane) * VW;
-      const int rr = int((float(e0) + 0.5f) * inv_cols);
-      const int c0 = e0 - rr * cols;
-      if ((c0 & 3) == 0 && c0 + VW <= cols && (c0 & 63) + VW <= 64) {
+      for (int i = 0; i < kLoads; ++i) {
+        if (32 * i + lane >= nvec) break;
+        float f[VW];
+        lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
         for (int q = 0; q < VW; q += 4)
           lane_store4<kLargest>(sf + lane_stage_at(rr, c0 + q), f + q);
-      } else {
+        c0 += 32 * VW;
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+          if (c0 >= cols) {
+            c0 -= cols;
+            ++rr;
+          }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        if (32 * i + lane >= nvec) break;
+        float f[VW];
+        lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
         for (int q = 0; q < VW; ++q) {
-          const int e = e0 + q;
-          const int r = int((float(e) + 0.5f) * inv_cols);
-          sf[lane_stage_at(r, e - r * cols)] = directed<kLargest>(f[q]);
+          const bool next = c0 + q >= cols;  // (VW < cols: at most one row boundary)
+          sf[lane_stage_at(rr + int(next), c0 + q - (next ? cols : 0))] = directed<kLargest>(f[q]);
         }
+        c0 += 32 * VW;
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+          if (c0 >= cols) {
+            c0 -= cols;
+            ++rr;
+          }
       }
     }
   } else {
     // The last, partial block of rows: element by element, rows past nrows zero.
     const int n = nrows * cols;
+    const float inv_cols = 1.f / float(cols);
     for (int e = lane; e < kLaneRows * cols; e += 32) {
       const int r = int((float(e) + 0.5f) * inv_cols);
       sf[lane_stage_at(r, e - r * cols)] = e < n ? directed<kLargest>(E::to_compute(src[e])) : 0.f;
@@ -189,21 +223,102 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
   }
   if (cols < kLaneCols) {
     __syncwarp();
+    // The rows' first elements read before any padding store (the loads issue together).
+    float first[kLaneRows];
+#pragma unroll
+    for (int rr = 0; rr < kLaneRows; ++rr) first[rr] = sf[lane_stage_at(rr, 0)];
+#pragma unroll
     for (int rr = 0; rr < kLaneRows; ++rr)
-      for (int c = cols + lane; c < kLaneCols; c += 32)
-        sf[lane_stage_at(rr, c)] = sf[lane_stage_at(rr, 0)];
+      for (int c = cols + lane; c < kLaneCols; c += 32) sf[lane_stage_at(rr, c)] = first[rr];
   }
   __syncwarp();
 }
 
-// A crowded b* (more than 32 members, some taken) whose members are all equal: each lane's
-// share of the first `need` of them by index, added to its take mask (a: x, y); z = 1 when
-// resolved so (the members' min == max: the same in the row's four lanes), else 0.  Out of line:
-// the rare path's registers stay out of the kernel's main path. Called by the whole warp (its
-// shuffles); m: the lane's members (none for other rows).
-static __device__ __noinline__ uint4 lane_crowded_ties(const float* vrow, uint2 a, uint32_t m0,
-                                                       uint32_t m1, int need, bool crowded, int l) {
-  float lo2 = __int_as_float(0x7f800000), hi2 = -lo2;
+// The bucket of the kk-th element of a row (kk >= 1, the same in the row's four lanes) from its 256
+// byte counters: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
+// group scan, the owner lane's 64 buckets split over the group and a second scan.  Called by the
+// whole warp (its shuffles); found is false when the counts hold fewer than kk elements.
+struct LaneCut {
+  int bstar, nn, chi;  // the bucket, its count, the count of the buckets before it
+  bool found;
+};
+__device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk, int g, int l) {
+  const int rot = (l >> 1) + 2 * (g & 1);
+  int tot = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
+    tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
+    tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
+    tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
+    tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
+  }
+  const int inc = lane_group_inclusive(tot, l);
+  const int ol =
+      __ffs((__ballot_sync(kFullMask, inc - tot < kk && kk <= inc) >> (kLaneG * g)) & 0xFu) - 1;
+  const int oexc = __shfl_sync(kFullMask, inc - tot, kLaneG * g + (ol & 3));
+  uint32_t c[16];
+  {
+    const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
+    const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
+  }
+  int st = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) st += int(c[i]);
+  const int inc2 = lane_group_inclusive(st, l) + oexc;
+  const int sl =
+      __ffs((__ballot_sync(kFullMask, inc2 - st < kk && kk <= inc2) >> (kLaneG * g)) & 0xFu) - 1;
+  int run = inc2 - st, bs = 0, nn = 0, chi = 0;
+#pragma unroll
+  for (int m = 0; m < 16; ++m) {
+    const int nr = run + int(c[m]);
+    const bool hit = run < kk && kk <= nr;
+    bs = hit ? m : bs;
+    nn = hit ? int(c[m]) : nn;
+    chi = hit ? run : chi;
+    run = nr;
+  }
+  const int src = kLaneG * g + (sl & 3);
+  LaneCut r;
+  r.bstar = 64 * (ol & 3) + 16 * (sl & 3) + __shfl_sync(kFullMask, bs, src);
+  r.nn = __shfl_sync(kFullMask, nn, src);
+  r.chi = __shfl_sync(kFullMask, chi, src);
+  r.found = ol >= 0 && sl >= 0;
+  return r;
+}
+
+// Bucket levels after the first, for a crowded b* (more than 32 members, some taken).
+constexpr int kLaneLevels = 4;
+
+// The lane's share of a crowded row's members after the bucket levels: a (taken), m (members of
+// the last level's bucket, none taken yet), nn (the row's count of them), need (how many of them
+// to take); resolved false: left to the fallback.
+struct LaneCrowd {
+  uint32_t a0, a1, m0, m1;
+  int nn, need;
+  bool resolved;
+};
+
+// Resolves crowded rows inside the four-lane path.  Each level: the members' min and max (equal:
+// the first `need` by index, done), 256 byte counters over that range (the same bucket map as the
+// first level, so equal values share a bucket and larger values never come later), the bucket of
+// the need-th member by lane_bucket_cut; the members of the buckets before it are taken, those of
+// it stay members.  Done when at most 32 stay (ranked by the caller) or all are needed.  Each level
+// divides the members' range by ~255; a row still crowded after kLaneLevels levels (or whose range
+// leaves float range) is left to the fallback.  Out of line: randn rows do not pay registers for
+// it.  Called by the whole warp; crowded false for rows that have no crowded b*.
+static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_t* hrow,
+                                                      uint32_t hbase, uint32_t a0, uint32_t a1,
+                                                      uint32_t m0, uint32_t m1, int nn, int need,
+                                                      bool crowded, int g, int l) {
+  bool act = crowded, resolved = false;
+  if (!act) m0 = m1 = 0u;
+  // The members' range (the first level's; later ones from the split below).
+  float lo = __int_as_float(0x7f800000), hi = -lo;
 #pragma unroll
   for (int i = 0; i < kLaneE / 4; ++i) {
     const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
@@ -212,30 +327,106 @@ static __device__ __noinline__ uint4 lane_crowded_ties(const float* vrow, uint2 
     for (int t = 0; t < 4; ++t) {
       const int j = 4 * i + t;
       const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
-      lo2 = in ? fminf(lo2, qv[t]) : lo2;
-      hi2 = in ? fmaxf(hi2, qv[t]) : hi2;
+      lo = in ? fminf(lo, qv[t]) : lo;
+      hi = in ? fmaxf(hi, qv[t]) : hi;
     }
   }
+  for (int level = 0;; ++level) {
 #pragma unroll
-  for (int o = 1; o < kLaneG; o *= 2) {
-    lo2 = fminf(lo2, __shfl_xor_sync(kFullMask, lo2, o));
-    hi2 = fmaxf(hi2, __shfl_xor_sync(kFullMask, hi2, o));
+    for (int o = 1; o < kLaneG; o *= 2) {
+      lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
+      hi = fmaxf(hi, __shfl_xor_sync(kFullMask, hi, o));
+    }
+    const int mc = __popc(m0) + __popc(m1);
+    const int before = lane_group_inclusive(mc, l) - mc;
+    if (act && lo == hi) {
+      // All equal: the lane's share of the first `need`, lowest bits first.
+      int q = min(max(need - before, 0), mc);
+      for (; q > 0 && m0; --q) {
+        a0 |= m0 & (0u - m0);
+        m0 &= m0 - 1u;
+      }
+      for (; q > 0; --q) {
+        a1 |= m1 & (0u - m1);
+        m1 &= m1 - 1u;
+      }
+      m0 = m1 = 0u;
+      nn = need = 0;
+      act = false;
+      resolved = true;
+    }
+    // (As the first level's scale: (hi - v) * scale < 255 for every member.)
+    const float scale = 255.f / (hi - lo) * (1.f - 0x1p-16f);
+    if (act && !(level < kLaneLevels && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) act = false;
+    if (!__any_sync(kFullMask, act)) break;
+    if (!act) m0 = m1 = 0u;  // (no atomics for rows that are done)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < kLaneE / 4; ++i) {
+      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+      const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int j = 4 * i + t;
+        const uint32_t bits = __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f));
+        if (((j < 32 ? m0 : m1) >> (j % 32)) & 1u)
+          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                       "r"(__funnelshift_l(0u, 1u, bits << 3))
+                       : "memory");
+      }
+    }
+    __syncwarp();
+    const LaneCut cut = lane_bucket_cut(hrow, max(need, 1), g, l);
+    __syncwarp();  // the counters are read (the next level zeroes them)
+    if (act && !cut.found) act = false;
+    // Split: members of buckets before the cut are taken, those of the cut stay, with their range.
+    const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
+    const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
+    uint32_t t0 = 0u, t1 = 0u, s0 = 0u, s1 = 0u;
+    float nlo = __int_as_float(0x7f800000), nhi = -nlo;
+#pragma unroll
+    for (int i = 0; i < kLaneE / 4; ++i) {
+      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+      const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int j = 4 * i + t;
+        const float u = fmaf(hi - qv[t], scale, 8388608.f);
+        const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
+        const bool stay = in && u >= cs && u < ch;
+        (j < 32 ? t0 : t1) |= in && u < cs ? 1u << (j % 32) : 0u;
+        (j < 32 ? s0 : s1) |= stay ? 1u << (j % 32) : 0u;
+        nlo = stay ? fminf(nlo, qv[t]) : nlo;
+        nhi = stay ? fmaxf(nhi, qv[t]) : nhi;
+      }
+    }
+    if (act) {
+      a0 |= t0;
+      a1 |= t1;
+      m0 = s0;
+      m1 = s1;
+      nn = cut.nn;
+      need -= cut.chi;
+      lo = nlo;
+      hi = nhi;
+      if (nn <= 32 || need == nn) {
+        act = false;
+        resolved = true;
+      }
+    }
   }
-  const int mc = __popc(m0) + __popc(m1);
-  const int before = lane_group_inclusive(mc, l) - mc;
-  if (!(crowded && lo2 == hi2)) return make_uint4(a.x, a.y, 0u, 0u);
-  // All equal: the lane's share of the first `need`, lowest bits first.
-  int q = min(max(need - before, 0), mc);
-  if (q == mc) return make_uint4(a.x | m0, a.y | m1, 1u, 0u);
-  for (; q > 0 && m0; --q) {
-    a.x |= m0 & (0u - m0);
-    m0 &= m0 - 1u;
-  }
-  for (; q > 0; --q) {
-    a.y |= m1 & (0u - m1);
-    m1 &= m1 - 1u;
-  }
-  return make_uint4(a.x, a.y, 1u, 0u);
+  LaneCrowd r;
+  r.a0 = a0;
+  r.a1 = a1;
+  r.m0 = m0;
+  r.m1 = m1;
+  r.nn = nn;
+  r.need = need;
+  r.resolved = resolved;
+  return r;
 }
 
 template <typename scalar_t, bool kLargest>
@@ -261,7 +452,6 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   const int nreal = l == kLaneG - 1 ? cols - (kLaneG - 1) * kLaneE : kLaneE;
   const uint32_t valid0 = nreal >= 32 ? ~0u : (1u << nreal) - 1u;
   const uint32_t valid1 = nreal >= 64 ? ~0u : nreal <= 32 ? 0u : (1u << (nreal - 32)) - 1u;
-  const float inv_cols = 1.f / float(cols);
   // e / k for e < kLaneRows * kLaneMaxK by a multiply.
   const uint32_t inv_k = ((1u << 20) + uint32_t(k) - 1u) / uint32_t(k);
   const int64_t nblk = (rows + kLaneRows - 1) / kLaneRows;
@@ -270,7 +460,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
        blk += int64_t(gridDim.x) * kLaneBlockWarps) {
     const int64_t r0 = blk * kLaneRows;
     const int nrows = int(min(int64_t(kLaneRows), rows - r0));
-    lane_stage_rows<scalar_t, kLargest>(in + r0 * cols, nrows, cols, inv_cols, sf);
+    lane_stage_rows<scalar_t, kLargest>(in + r0 * cols, nrows, cols, sf);
     float u[kLaneE];
 #pragma unroll
     for (int i = 0; i < kLaneE / 4; ++i) {
@@ -331,57 +521,14 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
                      : "memory");
       }
       __syncwarp();
-      // b*: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
-      // group scan, the owner lane's 64 buckets split over the group, a second scan.
-      const uint32_t* hrow = aux + kLaneHistWords * g;
-      const int rot = (l >> 1) + 2 * (g & 1);
-      int tot = 0;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
-        tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
-        tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
-        tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
-        tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
-      }
-      const int inc = lane_group_inclusive(tot, l);
-      const int ol =
-          __ffs((__ballot_sync(kFullMask, inc - tot < k && k <= inc) >> (kLaneG * g)) & 0xFu) - 1;
-      const int oexc = __shfl_sync(kFullMask, inc - tot, kLaneG * g + (ol & 3));
-      uint32_t c[16];
-      {
-        const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
-        const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-          for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
-      }
-      int st = 0;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) st += int(c[i]);
-      const int inc2 = lane_group_inclusive(st, l) + oexc;
-      const int sl =
-          __ffs((__ballot_sync(kFullMask, inc2 - st < k && k <= inc2) >> (kLaneG * g)) & 0xFu) - 1;
-      int run = inc2 - st, bs = 0, nn = 0, chi = 0;
-#pragma unroll
-      for (int m = 0; m < 16; ++m) {
-        const int nr = run + int(c[m]);
-        const bool hit = run < k && k <= nr;
-        bs = hit ? m : bs;
-        nn = hit ? int(c[m]) : nn;
-        chi = hit ? run : chi;
-        run = nr;
-      }
-      const int src = kLaneG * g + (sl & 3);
-      bs = __shfl_sync(kFullMask, bs, src);
-      nn = __shfl_sync(kFullMask, nn, src);
-      chi = __shfl_sync(kFullMask, chi, src);
-      const int bstar = 64 * (ol & 3) + 16 * (sl & 3) + bs;
-      const int need = k - chi;  // b*'s members to take: 1 <= need <= nn
-      ok = ok && ol >= 0 && sl >= 0;
-      // More than 32 members of which only some are taken: resolved here when all are equal (the
-      // first `need` by index), else by the fallback.
+      // b*, the bucket of the k-th element.
+      uint32_t* const hrow = aux + kLaneHistWords * g;
+      const LaneCut cut = lane_bucket_cut(hrow, k, g, l);
+      const int bstar = cut.bstar;
+      int nn = cut.nn;
+      int need = k - cut.chi;  // b*'s members to take: 1 <= need <= nn
+      ok = ok && cut.found;
+      // More than 32 members of which only some are taken: narrowed by lane_crowded.
       bool crowded = ok && need < nn && nn > 32;
       __syncwarp();  // the counters are read: their words are reused below
       // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
@@ -398,15 +545,16 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       w[0] &= valid0;
       w[1] &= valid1;
       if (__any_sync(kFullMask, crowded)) {
-        const uint4 t = lane_crowded_ties(vrow, make_uint2(a[0], a[1]), crowded ? w[0] & ~a[0] : 0u,
-                                          crowded ? w[1] & ~a[1] : 0u, need, crowded, l);
-        if (t.z) {
-          a[0] = t.x;
-          a[1] = t.y;
-          w[0] = a[0];  // (taken whole below)
-          w[1] = a[1];
+        const LaneCrowd t = lane_crowded(vrow, hrow, hbase, a[0], a[1], w[0] & ~a[0], w[1] & ~a[1],
+                                         nn, need, crowded, g, l);
+        if (crowded && t.resolved) {
+          a[0] = t.a0;
+          a[1] = t.a1;
+          w[0] = t.a0 | t.m0;
+          w[1] = t.a1 | t.m1;
+          nn = t.nn;
+          need = t.need;
           crowded = false;
-          nn = need;
         }
       }
       ok = ok && !crowded;
