@@ -44,8 +44,8 @@ constexpr int kLaneRowWords = kLaneG * kLaneChunk;
 constexpr int kLaneStageWords = kLaneRows * kLaneRowWords;
 // After the staging, per warp: a row's 256 byte counters in 64 words (the rows' counters at
 // 256-byte steps: an atomic's word address is one OR), then the member lists (32 values and 32
-// indices a row); the output indices (16-bit, kLaneOutStride a row) reuse both once b*'s members
-// are ranked.
+// 64-bit keys a row); the output indices (16-bit, kLaneOutStride a row) reuse both once b*'s
+// members are ranked.
 constexpr int kLaneHistWords = kLaneCols / 4;
 constexpr int kLaneListAt = kLaneRows * kLaneHistWords;
 constexpr int kLaneOutStride = kLaneMaxK + 8;
@@ -234,6 +234,14 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
   __syncwarp();
 }
 
+// A member of b* as a 64-bit key {low: 0xFFFF - index, high: the value's order-preserving bits}:
+// a larger key ranks first (larger value, then lower index).  v is finite; +0 for -0 (equal
+// values).
+__device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
+  const uint32_t b = __float_as_uint(v + 0.f);
+  return make_uint2(0xFFFFu - uint32_t(idx), b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
+}
+
 // The bucket of the kk-th element of a row (kk >= 1, the same in the row's four lanes) from its 256
 // byte counters: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
 // group scan, the owner lane's 64 buckets split over the group and a second scan.  Called by the
@@ -303,6 +311,20 @@ struct LaneCrowd {
   bool resolved;
 };
 
+// Member j of a lane's mask pair.
+__device__ __forceinline__ bool lane_has(uint32_t m0, uint32_t m1, int j) {
+  return ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
+}
+
+// One count into a row's byte counters, predicated (a branch an element costs more).
+__device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.u32 [%0], %1;\n\t}" ::"r"(
+          hbase | (bits & 0xFCu)),
+      "r"(__funnelshift_l(0u, 1u, bits << 3)), "r"(uint32_t(p))
+      : "memory");
+}
+
 // Resolves crowded rows inside the four-lane path.  Each level: the members' min and max (equal:
 // the first `need` by index, done), 256 byte counters over that range (the same bucket map as the
 // first level, so equal values share a bucket and larger values never come later), the bucket of
@@ -316,22 +338,22 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
                                                       uint32_t m0, uint32_t m1, int nn, int need,
                                                       bool crowded, int g, int l) {
   bool act = crowded, resolved = false;
-  if (!act) m0 = m1 = 0u;
-  // The members' range (the first level's; later ones from the split below).
-  float lo = __int_as_float(0x7f800000), hi = -lo;
-#pragma unroll
-  for (int i = 0; i < kLaneE / 4; ++i) {
-    const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-    const float qv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      const int j = 4 * i + t;
-      const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
-      lo = in ? fminf(lo, qv[t]) : lo;
-      hi = in ? fmaxf(hi, qv[t]) : hi;
-    }
-  }
+  uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
+  if (!act) m0 = m1 = 0u;     // (rows without work: no members, no atomics)
   for (int level = 0;; ++level) {
+    // The members' range.
+    float lo = __int_as_float(0x7f800000), hi = -lo;
+#pragma unroll
+    for (int i = 0; i < kLaneE / 4; ++i) {
+      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+      const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const bool in = lane_has(m0, m1, 4 * i + t);
+        lo = in ? fminf(lo, qv[t]) : lo;
+        hi = in ? fmaxf(hi, qv[t]) : hi;
+      }
+    }
 #pragma unroll
     for (int o = 1; o < kLaneG; o *= 2) {
       lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
@@ -350,7 +372,6 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
         a1 |= m1 & (0u - m1);
         m1 &= m1 - 1u;
       }
-      m0 = m1 = 0u;
       nn = need = 0;
       act = false;
       resolved = true;
@@ -358,8 +379,8 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     // (As the first level's scale: (hi - v) * scale < 255 for every member.)
     const float scale = 255.f / (hi - lo) * (1.f - 0x1p-16f);
     if (act && !(level < kLaneLevels && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) act = false;
+    if (!act) m0 = m1 = 0u;
     if (!__any_sync(kFullMask, act)) break;
-    if (!act) m0 = m1 = 0u;  // (no atomics for rows that are done)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
@@ -369,24 +390,17 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
       const float qv[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int j = 4 * i + t;
-        const uint32_t bits = __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f));
-        if (((j < 32 ? m0 : m1) >> (j % 32)) & 1u)
-          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                       "r"(__funnelshift_l(0u, 1u, bits << 3))
-                       : "memory");
-      }
+      for (int t = 0; t < 4; ++t)
+        lane_count_if(hbase, __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f)),
+                      lane_has(m0, m1, 4 * i + t));
     }
     __syncwarp();
     const LaneCut cut = lane_bucket_cut(hrow, max(need, 1), g, l);
     __syncwarp();  // the counters are read (the next level zeroes them)
-    if (act && !cut.found) act = false;
-    // Split: members of buckets before the cut are taken, those of the cut stay, with their range.
+    // Split: the members of buckets before the cut are taken, those of the cut stay.
     const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
     const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
-    uint32_t t0 = 0u, t1 = 0u, s0 = 0u, s1 = 0u;
-    float nlo = __int_as_float(0x7f800000), nhi = -nlo;
+    uint32_t lt[2] = {0u, 0u}, le[2] = {0u, 0u};
 #pragma unroll
     for (int i = 0; i < kLaneE / 4; ++i) {
       const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
@@ -395,34 +409,34 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       for (int t = 0; t < 4; ++t) {
         const int j = 4 * i + t;
         const float u = fmaf(hi - qv[t], scale, 8388608.f);
-        const bool in = ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
-        const bool stay = in && u >= cs && u < ch;
-        (j < 32 ? t0 : t1) |= in && u < cs ? 1u << (j % 32) : 0u;
-        (j < 32 ? s0 : s1) |= stay ? 1u << (j % 32) : 0u;
-        nlo = stay ? fminf(nlo, qv[t]) : nlo;
-        nhi = stay ? fmaxf(nhi, qv[t]) : nhi;
+        lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
+        le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
       }
     }
-    if (act) {
-      a0 |= t0;
-      a1 |= t1;
-      m0 = s0;
-      m1 = s1;
+    if (act && cut.found) {
+      a0 |= lt[0] & m0;
+      a1 |= lt[1] & m1;
+      m0 &= le[0] & ~lt[0];
+      m1 &= le[1] & ~lt[1];
       nn = cut.nn;
       need -= cut.chi;
-      lo = nlo;
-      hi = nhi;
       if (nn <= 32 || need == nn) {
         act = false;
         resolved = true;
+        r0 = m0;
+        r1 = m1;
       }
+    } else {
+      act = false;
     }
+    if (!act) m0 = m1 = 0u;
+    if (!__any_sync(kFullMask, act)) break;
   }
   LaneCrowd r;
   r.a0 = a0;
   r.a1 = a1;
-  r.m0 = m0;
-  r.m1 = m1;
+  r.m0 = r0;
+  r.m1 = r1;
   r.nn = nn;
   r.need = need;
   r.resolved = resolved;
@@ -444,8 +458,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   const float* const vrow = sf + g * kLaneRowWords + l * kLaneChunk;  // this lane's 64 elements
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * uint32_t(g);
-  float* const lv = reinterpret_cast<float*>(aux) + kLaneListAt + 64 * g;  // member list
-  int* const li = reinterpret_cast<int*>(lv + 32);
+  uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
   uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
   const int npad = kLaneCols - cols;
   // Lane 3's slots from cols - 192 on are padding.
@@ -558,7 +571,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         }
       }
       ok = ok && !crowded;
-      // b*'s members when only some are taken: listed with their values, each ranked by its lane.
+      // b*'s members when only some are taken: listed as 64-bit keys (value, then index: one
+      // unsigned compare orders two members), each ranked against the list by its lane.
       const bool part = ok && need < nn;
       if (__any_sync(kFullMask, part)) {
         const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
@@ -570,24 +584,26 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
           while (mm) {
             const int j = __ffs(mm) - 1 + 32 * h;
             mm &= mm - 1;
-            lv[pos] = vrow[j];
-            li[pos] = kLaneE * l + j;
-            ++pos;
+            lk[pos++] = lane_member_key(vrow[j], kLaneE * l + j);
           }
         }
+        // (An odd list ends with a key below every member: the ranking reads pairs.)
+        if (part && l == kLaneG - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
         __syncwarp();
+        const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           uint32_t mm = h ? mem1 : mem0;
           while (mm) {
             const int j = __ffs(mm) - 1 + 32 * h;
             mm &= mm - 1;
-            const float v = vrow[j];
-            const int i = kLaneE * l + j;
+            const uint2 kv2 = lane_member_key(vrow[j], kLaneE * l + j);
+            const uint64_t kv = (uint64_t(kv2.y) << 32) | kv2.x;
             int rank = 0;
-            for (int q = 0; q < nn; ++q) {
-              const float o = lv[q];
-              rank += int(o > v) | int(o == v && li[q] < i);
+            for (int q = 0; q < (nn + 1) / 2; ++q) {
+              const uint4 e = lk2[q];
+              rank +=
+                  int(((uint64_t(e.y) << 32) | e.x) > kv) + int(((uint64_t(e.w) << 32) | e.z) > kv);
             }
             if (rank < need) a[h] |= 1u << (j - 32 * h);
           }
