@@ -120,6 +120,39 @@ def test_lane_rows_crowded_levels(dtype, kind):
             check_smallest(x, k, ctx)
 
 
+def nonfinite_rows(shape, dtype, gen):
+    """randn rows with NaN (both signs, varied payloads), +inf and -inf at rates that differ by row: from a
+    few of each (their buckets ranked by index) to a third of the row (crowded buckets of equal keys)."""
+    n, m = shape
+    x = torch.randn(n, m, generator=gen, dtype=torch.float64).to(dtype)
+    rate = torch.tensor([0.01, 0.05, 0.3], dtype=torch.float64)[torch.randint(0, 3, (n, 3), generator=gen)]
+    u = torch.rand(n, m, generator=gen, dtype=torch.float64)
+    ibits = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}[dtype]
+    exp = {torch.float32: 0x7F800000, torch.float16: 0x7C00, torch.bfloat16: 0x7F80}[dtype]
+    mant = {torch.float32: 0x7FFFFF, torch.float16: 0x3FF, torch.bfloat16: 0x7F}[dtype]
+    payload = torch.randint(1, mant + 1, (n, m), generator=gen)
+    sign = torch.randint(0, 2, (n, m), generator=gen) * (-(exp | mant) - 1)  # the sign bit, as a signed int
+    nan = (exp | payload | sign).to(ibits).view(dtype)
+    x = torch.where(u < rate[:, :1], nan, x)
+    x = torch.where((u >= rate[:, :1]) & (u < rate[:, :1] + rate[:, 1:2]), torch.full_like(x, float("inf")), x)
+    x = torch.where(u > 1 - rate[:, 2:], torch.full_like(x, float("-inf")), x)
+    return x.cuda()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_nonfinite(dtype):
+    """NaN and +-inf inside the four-lane path (their own buckets): NaN ranks first for the largest and last
+    for the smallest, equal keys by index, and a NaN's payload comes back as given (values compared bit for
+    bit)."""
+    gen = torch.Generator().manual_seed(23 + DTYPES.index(dtype))
+    for M in (256, 230):
+        x = nonfinite_rows((1003, M), dtype, gen)
+        for k in (1, 3, 20, 64):
+            ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
 def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
     """A value repeated around the k-th rank, spread over the four lanes: the lowest indices are taken."""
     gen = torch.Generator().manual_seed(11)

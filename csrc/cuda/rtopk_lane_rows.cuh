@@ -14,11 +14,13 @@
 //           a second scan;
 //   select: the elements of buckets below b* are taken, b*'s members too when all are needed,
 //           else (at most 32 members) each member ranked against the others (value, then index);
+//           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
-// Rows this path does not finish (NaN or +-inf, all elements equal, more than 32 members of b* of
-// which only some are taken) are left to the value kernel's row body (warp_value_row), which the
-// warp runs on each of them after the flush, in the same launch: one answer whichever path takes
-// a row (the tie rule of rtopk_algo.h: equal values by index).
+// NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
+// key take their first k.  Rows this path does not finish (a finite range beyond float range, a
+// subnormal range, b* still crowded after the levels) are left to the value kernel's row body
+// (warp_value_row), which the warp runs on each of them after the flush, in the same launch: one
+// answer whichever path takes a row (the tie rule of rtopk_algo.h: equal values by index).
 #pragma once
 
 #include <cfloat>
@@ -239,7 +241,9 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
 // values).
 __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
   const uint32_t b = __float_as_uint(v + 0.f);
-  return make_uint2(0xFFFFu - uint32_t(idx), b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
+  // (NaN: one key for all, whatever the sign and payload; a bucket of NaN holds nothing else.)
+  return make_uint2(0xFFFFu - uint32_t(idx),
+                    v != v ? 0xFFFFFFFFu : b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
 }
 
 // The bucket of the kk-th element of a row (kk >= 1, the same in the row's four lanes) from its 256
@@ -332,11 +336,12 @@ __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, boo
 // it stay members.  Done when at most 32 stay (ranked by the caller) or all are needed.  Each level
 // divides the members' range by ~255; a row still crowded after kLaneLevels levels (or whose range
 // leaves float range) is left to the fallback.  Out of line: randn rows do not pay registers for
-// it.  Called by the whole warp; crowded false for rows that have no crowded b*.
+// it.  Called by the whole warp; crowded false for rows that have no crowded b*; tied: members
+// known to be equal (NaN or infinite), taken by index at once.
 static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_t* hrow,
                                                       uint32_t hbase, uint32_t a0, uint32_t a1,
                                                       uint32_t m0, uint32_t m1, int nn, int need,
-                                                      bool crowded, int g, int l) {
+                                                      bool crowded, bool tied, int g, int l) {
   bool act = crowded, resolved = false;
   uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
   if (!act) m0 = m1 = 0u;     // (rows without work: no members, no atomics)
@@ -361,7 +366,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     }
     const int mc = __popc(m0) + __popc(m1);
     const int before = lane_group_inclusive(mc, l) - mc;
-    if (act && lo == hi) {
+    if (act && (lo == hi || tied)) {
       // All equal: the lane's share of the first `need`, lowest bits first.
       int q = min(max(need - before, 0), mc);
       for (; q > 0 && m0; --q) {
@@ -483,7 +488,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       u[4 * i + 2] = w.z;
       u[4 * i + 3] = w.w;
     }
-    // Min / max (NaN-propagating: a row with NaN or +-inf goes to the fallback).
+    // Min / max (NaN-propagating: a row with NaN or +-inf takes the map below).
     float mn = u[0], mx = u[0];
 #pragma unroll
     for (int j = 1; j < kLaneE; ++j) {
@@ -495,23 +500,72 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       mn = lane_min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
       mx = lane_max_nan(mx, __shfl_xor_sync(kFullMask, mx, o));
     }
-    // (hi - v) * scale < 255 for every element by the scale's margin (an IEEE division: the
-    // bound holds however small the range), so u's bucket is at most 255.
+    // u becomes each element's bucket as the integer-valued float 2^23 + bucket, 0 for the
+    // largest.  (hi - v) * scale < 255 for every element by the scale's margin (an IEEE division:
+    // the bound holds however small the range), so no bucket passes 255.
     float scale = 255.f / (mx - mn) * (1.f - 0x1p-16f);
     bool ok = isfinite(mn) && isfinite(mx) && mn < mx && scale > 0.f && scale <= FLT_MAX &&
               (mx - mn) * scale >= 1.f;
-    // A row of one (finite) value: its first k elements.
-    const bool equal = isfinite(mn) && mn == mx;
-    if (!ok) {
-      scale = 0.f;
-      mx = 0.f;
+    // A row of one value (every key equal): its first k elements.
+    bool equal = isfinite(mn) && mn == mx;
+    // A warp with NaN or +-inf in a row maps all its rows so: NaN in bucket 0 (k largest: NaN
+    // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
+    // equal keys only.  (Warp-uniform: the finite rows' map is the one above.)
+    const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
+    if (nonfinite) {
+      float fmn = __int_as_float(0x7f800000), fmx = -fmn;
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        const bool fin = fabsf(u[j]) < __int_as_float(0x7f800000);
+        fmn = fin ? fminf(fmn, u[j]) : fmn;
+        fmx = fin ? fmaxf(fmx, u[j]) : fmx;
+      }
+#pragma unroll
+      for (int o = 1; o < kLaneG; o *= 2) {
+        fmn = fminf(fmn, __shfl_xor_sync(kFullMask, fmn, o));
+        fmx = fmaxf(fmx, __shfl_xor_sync(kFullMask, fmx, o));
+      }
+      const float fs = 251.f / (fmx - fmn) * (1.f - 0x1p-16f);
+      // (At most one finite value: all of them in bucket 2.)
+      const bool spread = fmn < fmx;
+      const bool fits =
+          !spread || (isfinite(fmx - fmn) && fs <= FLT_MAX && (fmx - fmn) * fs >= 1.f);
+      const float fscale = spread && fits ? fs : 0.f, ftop = spread && fits ? fmx : 0.f;
+      const float nanb = kLargest ? 8388608.f : 8388863.f;
+      float bmn = __int_as_float(0x7f800000), bmx = -bmn;
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        const float v = u[j];
+        u[j] = fabsf(v) < __int_as_float(0x7f800000) ? fmaf(ftop - v, fscale, 8388610.f)
+               : v != v                              ? nanb
+               : v > 0.f                             ? 8388609.f
+                                                     : 8388862.f;
+        bmn = fminf(bmn, u[j]);
+        bmx = fmaxf(bmx, u[j]);
+      }
+#pragma unroll
+      for (int o = 1; o < kLaneG; o *= 2) {
+        bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
+        bmx = fmaxf(bmx, __shfl_xor_sync(kFullMask, bmx, o));
+      }
+      equal = bmn == bmx;
+      ok = fits && !equal;
+    } else {
+      if (!ok) {
+        scale = 0.f;
+        mx = 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) u[j] = fmaf(mx - u[j], scale, 8388608.f);
     }
-    // A warp of rows none of which this path finishes (NaN, +-inf, ranges out of float range)
-    // goes straight to the fallback.
+    // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
+    const float upad = __shfl_sync(kFullMask, u[0], kLaneG * g);
+    // A warp of rows none of which this path finishes (ranges out of float range) goes straight
+    // to the fallback.
     unsigned okmask = 0u;
     if (__any_sync(kFullMask, ok || equal)) {
-      // Zero row g's counters, then count (one byte a bucket: no bucket of a row with mn < mx holds
-      // more than 255 of its 256 slots, as the max and the min lie in buckets 0 and 255).
+      // Zero row g's counters, then count (one byte a bucket: no bucket of a row that is not
+      // equal holds more than 255 of its 256 slots).
 #pragma unroll
       for (int i = 0; i < 4; ++i)
         *reinterpret_cast<uint4*>(aux + kLaneHistWords * g + 16 * l + 4 * i) =
@@ -519,7 +573,6 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       __syncwarp();
 #pragma unroll
       for (int j = 0; j < kLaneE; ++j) {
-        u[j] = fmaf(mx - u[j], scale, 8388608.f);
         const uint32_t bits = __float_as_uint(u[j]);
         if (ok)  // (rows of one value would serialise on one counter)
           asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
@@ -528,7 +581,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       }
       if (ok && npad > 0 && l == kLaneG - 1) {
         // The padding slots copy the row's first element: take them back out of its bucket.
-        const uint32_t bits = __float_as_uint(fmaf(mx - sf[g * kLaneRowWords], scale, 8388608.f));
+        const uint32_t bits = __float_as_uint(upad);
         asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
                      "r"(0u - __funnelshift_l(0u, uint32_t(npad), bits << 3))
                      : "memory");
@@ -541,8 +594,10 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       int nn = cut.nn;
       int need = k - cut.chi;  // b*'s members to take: 1 <= need <= nn
       ok = ok && cut.found;
-      // More than 32 members of which only some are taken: narrowed by lane_crowded.
+      // More than 32 members of which only some are taken: narrowed by lane_crowded (NaN, +inf
+      // and -inf buckets hold equal keys only: tied).
       bool crowded = ok && need < nn && nn > 32;
+      const bool tied = nonfinite && (bstar <= 1 || bstar >= 254);
       __syncwarp();  // the counters are read: their words are reused below
       // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
       const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
@@ -559,7 +614,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       w[1] &= valid1;
       if (__any_sync(kFullMask, crowded)) {
         const LaneCrowd t = lane_crowded(vrow, hrow, hbase, a[0], a[1], w[0] & ~a[0], w[1] & ~a[1],
-                                         nn, need, crowded, g, l);
+                                         nn, need, crowded, tied, g, l);
         if (crowded && t.resolved) {
           a[0] = t.a0;
           a[1] = t.a1;
@@ -643,7 +698,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         const int gg = int((uint32_t(e) * inv_k) >> 20);
         if (okmask >> (kLaneG * gg) & 1u) {
           const int idx = so[kLaneOutStride * gg + (e - gg * k)];
-          ov[e] = E::from_compute(directed<kLargest>(sf[lane_stage_at(gg, idx)]));
+          const float v = sf[lane_stage_at(gg, idx)];
+          // (NaN re-read: its payload as given.)
+          ov[e] = v != v ? in[(r0 + gg) * cols + idx] : E::from_compute(directed<kLargest>(v));
           oi[e] = idx;
         }
       }
