@@ -320,6 +320,18 @@ __device__ __forceinline__ bool lane_has(uint32_t m0, uint32_t m1, int j) {
   return ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
 }
 
+// The lowest q set bits of m (0 <= q <= popc(m)), by a binary search on the count below a bit.
+__device__ __forceinline__ uint32_t lane_first_bits(uint32_t m, int q) {
+  if (q <= 0) return 0u;
+  if (q >= __popc(m)) return m;
+  // p: the largest position with fewer than q set bits below it, which is the q-th set bit.
+  int p = 0;
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1)
+    if (__popc(m & ((1u << (p + s)) - 1u)) < q) p += s;
+  return m & ((2u << p) - 1u);
+}
+
 // One count into a row's byte counters, predicated (a branch an element costs more).
 __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
   asm volatile(
@@ -346,19 +358,20 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
   if (!act) m0 = m1 = 0u;     // (rows without work: no members, no atomics)
   for (int level = 0;; ++level) {
-    // The members' range.
+    // The members' range (not needed when every row left is tied).
     float lo = __int_as_float(0x7f800000), hi = -lo;
+    if (__any_sync(kFullMask, act && !tied))
 #pragma unroll
-    for (int i = 0; i < kLaneE / 4; ++i) {
-      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-      const float qv[4] = {q.x, q.y, q.z, q.w};
+      for (int i = 0; i < kLaneE / 4; ++i) {
+        const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+        const float qv[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const bool in = lane_has(m0, m1, 4 * i + t);
-        lo = in ? fminf(lo, qv[t]) : lo;
-        hi = in ? fmaxf(hi, qv[t]) : hi;
+        for (int t = 0; t < 4; ++t) {
+          const bool in = lane_has(m0, m1, 4 * i + t);
+          lo = in ? fminf(lo, qv[t]) : lo;
+          hi = in ? fmaxf(hi, qv[t]) : hi;
+        }
       }
-    }
 #pragma unroll
     for (int o = 1; o < kLaneG; o *= 2) {
       lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
@@ -368,15 +381,10 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     const int before = lane_group_inclusive(mc, l) - mc;
     if (act && (lo == hi || tied)) {
       // All equal: the lane's share of the first `need`, lowest bits first.
-      int q = min(max(need - before, 0), mc);
-      for (; q > 0 && m0; --q) {
-        a0 |= m0 & (0u - m0);
-        m0 &= m0 - 1u;
-      }
-      for (; q > 0; --q) {
-        a1 |= m1 & (0u - m1);
-        m1 &= m1 - 1u;
-      }
+      const int q = min(max(need - before, 0), mc);
+      const int c0 = __popc(m0);
+      a0 |= lane_first_bits(m0, min(q, c0));
+      a1 |= lane_first_bits(m1, max(q - c0, 0));
       nn = need = 0;
       act = false;
       resolved = true;
@@ -512,6 +520,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
     // equal keys only.  (Warp-uniform: the finite rows' map is the one above.)
     const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
+    uint32_t finm[2] = {~0u, ~0u};  // the lane's finite elements
+    int ncls[3] = {0, 0, 0};        // its NaN, +inf and -inf
     if (nonfinite) {
       float fmn = __int_as_float(0x7f800000), fmx = -fmn;
 #pragma unroll
@@ -533,16 +543,26 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const float fscale = spread && fits ? fs : 0.f, ftop = spread && fits ? fmx : 0.f;
       const float nanb = kLargest ? 8388608.f : 8388863.f;
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
+      uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
 #pragma unroll
       for (int j = 0; j < kLaneE; ++j) {
         const float v = u[j];
-        u[j] = fabsf(v) < __int_as_float(0x7f800000) ? fmaf(ftop - v, fscale, 8388610.f)
-               : v != v                              ? nanb
-               : v > 0.f                             ? 8388609.f
-                                                     : 8388862.f;
+        const bool fin = fabsf(v) < __int_as_float(0x7f800000);
+        finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
+        nanm[j / 32] |= v != v ? 1u << (j % 32) : 0u;
+        pinfm[j / 32] |= v > FLT_MAX ? 1u << (j % 32) : 0u;
+        u[j] = fin       ? fmaf(ftop - v, fscale, 8388610.f)
+               : v != v  ? nanb
+               : v > 0.f ? 8388609.f
+                         : 8388862.f;
         bmn = fminf(bmn, u[j]);
         bmx = fmaxf(bmx, u[j]);
       }
+      // The lane's NaN, +inf and -inf: counted at once below (one atomic each, not one an element
+      // on a single counter).
+      ncls[0] = __popc(nanm[0]) + __popc(nanm[1]);
+      ncls[1] = __popc(pinfm[0]) + __popc(pinfm[1]);
+      ncls[2] = kLaneE - __popc(finm[0]) - __popc(finm[1]) - ncls[0] - ncls[1];
 #pragma unroll
       for (int o = 1; o < kLaneG; o *= 2) {
         bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
@@ -571,13 +591,28 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         *reinterpret_cast<uint4*>(aux + kLaneHistWords * g + 16 * l + 4 * i) =
             make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
+      if (nonfinite) {
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
-        const uint32_t bits = __float_as_uint(u[j]);
-        if (ok)  // (rows of one value would serialise on one counter)
-          asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                       "r"(__funnelshift_l(0u, 1u, bits << 3))
-                       : "memory");
+        for (int j = 0; j < kLaneE; ++j)
+          lane_count_if(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
+        const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const uint32_t bits = __float_as_uint(cb[c]);
+          if (ok && ncls[c] > 0)
+            asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                         "r"(__funnelshift_l(0u, uint32_t(ncls[c]), bits << 3))
+                         : "memory");
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j) {
+          const uint32_t bits = __float_as_uint(u[j]);
+          if (ok)  // (rows of one value would serialise on one counter)
+            asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                         "r"(__funnelshift_l(0u, 1u, bits << 3))
+                         : "memory");
+        }
       }
       if (ok && npad > 0 && l == kLaneG - 1) {
         // The padding slots copy the row's first element: take them back out of its bucket.
