@@ -4,12 +4,12 @@
 # Usage: scripts/profile_source.sh M k [unsorted|sorted] [max_iter]; writes
 # $OUT/src_KERNEL_M_k_mode[_itN].txt (exact mode without max_iter; KERNEL without "_values").
 # Environment: KERNEL, the kernel name regex (default warp_values; stream_values, group_values), as in
-# profile_group.sh; ROWS (profile_one.py), the rows of the input (default 2^18).
+# profile_group.sh; ROWS and DIST (profile_one.py), the rows of the input (default 2^18) and their values.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 M=$1 K=$2 MODE=${3:-sorted} IT=${4:--} KERNEL=${KERNEL:-warp_values}
-rep="$OUT/src_${KERNEL%_values}_${M}_${K}_${MODE}$([ "$IT" = - ] || echo "_it$IT")"
+rep="$OUT/src_${KERNEL%_values}_${M}_${K}_${MODE}$([ "$IT" = - ] || echo "_it$IT")${DIST:+_$DIST}"
 timeout 200 ncu --kernel-name "regex:$KERNEL" --launch-skip 1 --launch-count 1 \
   --section SourceCounters --import-source yes -f -o "$rep" \
   python3 scripts/profile_one.py "$M" "$K" "$IT" "$MODE" >/dev/null 2>&1

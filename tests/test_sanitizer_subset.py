@@ -92,3 +92,19 @@ def test_stream_rows(dtype):
         for k in (16, 200):
             for largest in (True, False):
                 same_as_cpu(x, k, largest=largest, sorted=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_lane_rows(dtype):
+    """The four-lane kernel (exact, unsorted, 193..256 elements): fast rows, crowded rows narrowed by
+    its later bucket levels or left to its fallback, NaN rows, a last warp of 5 rows."""
+    from test_lane_rows import crowded_rows
+
+    gen = torch.Generator().manual_seed(17)
+    for M in (256, 203):
+        kinds = [make_rows(kind, (13, M), dtype, "cpu", gen) for kind in ("randn", "heavy_tail", "nan")]
+        kinds += [crowded_rows(kind, (13, M), dtype, gen).cpu() for kind in ("nested", "deep")]
+        x = torch.stack([kinds[r % 5][r] for r in range(13)])
+        for k in (16, 40):
+            for largest in (True, False):
+                same_as_cpu(x, k, largest=largest, sorted=False)

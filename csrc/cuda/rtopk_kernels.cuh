@@ -24,6 +24,7 @@
 #include "../rtopk_algo.h"
 #include "rtopk_group_values.cuh"
 #include "rtopk_kernels_common.cuh"
+#include "rtopk_lane_rows.cuh"
 #include "rtopk_launch.h"
 #include "rtopk_small_rows.cuh"
 #include "rtopk_sort_rows.cuh"
@@ -523,6 +524,12 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
     if (a.cols > kWarpMaxCols && a.cols <= kGroupMaxCols)
       return launch_group<scalar_t>(in, ov, oi, a, stream);
   }
+  if constexpr (sizeof(Compute) == 4) {
+    if (lane_rows_apply(in, a)) {
+      launch_lane_rows<scalar_t>(in, ov, oi, a, stream);
+      return false;
+    }
+  }
   // Slots per lane rise in steps of at most 50% so that padding wastes little (768 -> 24 slots).
   bool sorted = false;
   if (launch_warp_levels<scalar_t, kWarpMaxCols>(in, ov, oi, a, stream, sorted)) return sorted;
@@ -535,8 +542,8 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
 
 // The heaviest instances are explicitly instantiated in their own files (csrc/cuda/inst/), so that
 // they compile in parallel: the group kernels (about a minute each per dtype), the warp kernels
-// of 48 and 64 values per lane and the streaming kernels.  A dtype's main file declares them extern
-// before it instantiates launch_rtopk; each inst/ file defines one part.
+// of 48 and 64 values per lane, the streaming kernels and the four-lane kernels.  A dtype's main
+// file declares them extern before it instantiates launch_rtopk; each inst/ file defines one part.
 #define RTOPK_GROUP_ROWS(T, G)                                                                     \
   template void cuda_detail::launch_group_rows<T, G, 32>(const T*, T*, int64_t*, const RowLaunch&, \
                                                          cudaStream_t)
@@ -546,7 +553,11 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
 #define RTOPK_STREAM_ROWS(T)                                                                 \
   template void cuda_detail::launch_stream_rows<T>(const T*, T*, int64_t*, const RowLaunch&, \
                                                    cudaStream_t)
+#define RTOPK_LANE_ROWS(T)                                                                 \
+  template void cuda_detail::launch_lane_rows<T>(const T*, T*, int64_t*, const RowLaunch&, \
+                                                 cudaStream_t)
 #define RTOPK_EXTERN_PARTS(T)     \
+  extern RTOPK_LANE_ROWS(T);      \
   extern RTOPK_STREAM_ROWS(T);    \
   extern RTOPK_GROUP_ROWS(T, 4);  \
   extern RTOPK_GROUP_ROWS(T, 8);  \

@@ -1352,40 +1352,42 @@ constexpr bool stage_any_order(int vpt, bool sorted) { return sorted && vpt <= 8
 // exact up to 4% slower (not taken there; notes v30).  The sorting kernels keep one loop.
 constexpr bool one_compare_emit(int vpt, bool sorted) { return !sorted && vpt <= 24; }
 
+// Shared buffers of one warp of the value kernels.
+template <int VPT, bool kSorted>
+struct WarpValueBufs {
+  // Unsorted kernels of 32+ values per lane stage up to kWideStageK outputs (k = 129..512 would
+  // otherwise be written straight out: a partial store a slot); their staging rows are that long.
+  static constexpr int kEmitCap = !kSorted && VPT >= 32 ? kWideStageK : kStageK;
+  static constexpr int kStageRow = kEmitCap + 32 > kStageSlots ? kEmitCap + 32 : kStageSlots;
+  // The counting sort's work area; the whole-row cut's counters.
+  static constexpr int kSortSlots = kSorted || row_cut_kernel(VPT, kSorted) ? kSortWork : 1;
+  using Val = float[kCandBuf];
+  using Idx = int[kCandBuf];
+  using StageV = float[kStageRow];
+  using StageI = int[kStageRow];
+  using Sort = uint64_t[kSortSlots];
+};
+
+// One row of the value kernels (the loop body of warp_values_kernel; the four-lane kernel's
+// fallback calls it too): x the row, ov / oi its outputs, the buffers this warp's.
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
-__global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks(VPT))
-    warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                       int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
-                       int64_t max_iter, float eps) {
+__device__ __forceinline__ void warp_value_row(
+    const scalar_t* x, scalar_t* ov, int64_t* oi, int cols, int k, int64_t max_iter, float eps,
+    typename WarpValueBufs<VPT, kSorted>::Val& s_val,
+    typename WarpValueBufs<VPT, kSorted>::Idx& s_idx,
+    typename WarpValueBufs<VPT, kSorted>::StageV& s_ov_row,
+    typename WarpValueBufs<VPT, kSorted>::StageI& s_oi_row,
+    typename WarpValueBufs<VPT, kSorted>::Sort& s_sort) {
   constexpr bool largest = kLargest;
   using E = Elem<scalar_t>;
   using Key = KeyTraits<float>::Key;
-  constexpr int kWarps = kValueBlockWarps;
-  __shared__ float s_val[kWarps][kCandBuf];
-  __shared__ int s_idx[kWarps][kCandBuf];
-  // Unsorted kernels of 32+ values per lane stage up to kWideStageK outputs (k = 129..512 would
-  // otherwise be written straight out: a partial store a slot); their staging rows are that long.
-  constexpr int kEmitCap = !kSorted && VPT >= 32 ? kWideStageK : kStageK;
-  constexpr int kStageRow = kEmitCap + 32 > kStageSlots ? kEmitCap + 32 : kStageSlots;
-  __shared__ __align__(16) float s_ov_rows[kWarps][kStageRow];  // (16: the sort's vector loads)
-  __shared__ __align__(16) int s_oi_rows[kWarps][kStageRow];
+  constexpr int kEmitCap = WarpValueBufs<VPT, kSorted>::kEmitCap;
   constexpr bool kRowCut = row_cut_kernel(VPT, kSorted);
-  // The counting sort's work area; the whole-row cut's counters.
-  __shared__ __align__(16) uint64_t s_sort[kWarps][kSorted || kRowCut ? kSortWork : 1];
   const int lane = threadIdx.x & 31;
   const unsigned lanes_below = (1u << lane) - 1u;
-  // The warp index through a shuffle tells the compiler that the row loop is warp-uniform;
-  // otherwise every ballot, reduction and shuffle gets a divergence-safe copy (BRA.DIV), which
-  // doubles the code.  Measured (fp32 paper grid): max_iter=4 4-11% faster everywhere, sorted
-  // output 2-10 points cheaper, exact unsorted 0-4% faster at 8 values per lane but 2-6% slower
-  // at 16 (which keeps the plain index) and at 24 with 3 blocks (at 4 blocks, 1% faster).
-  constexpr bool kUniformRows = kSorted || VPT <= 8 || VPT == 24;
-  const int warp =
-      kUniformRows ? __shfl_sync(kFullMask, int(threadIdx.x / 32), 0) : int(threadIdx.x / 32);
-  const int64_t stride = int64_t(gridDim.x) * kWarps;
   // This warp's staging row, seen as the kStageSlots the list and the staged sort work in.
-  float(&s_ov)[kStageSlots] = *reinterpret_cast<float(*)[kStageSlots]>(s_ov_rows[warp]);
-  int(&s_oi)[kStageSlots] = *reinterpret_cast<int(*)[kStageSlots]>(s_oi_rows[warp]);
+  float(&s_ov)[kStageSlots] = *reinterpret_cast<float(*)[kStageSlots]>(s_ov_row);
+  int(&s_oi)[kStageSlots] = *reinterpret_cast<int(*)[kStageSlots]>(s_oi_row);
   const bool exact = max_iter < 0 && !(eps > 0.f);
   const bool early_stop = max_iter > 0 && !(eps > 0.f);
   constexpr bool kAnyOrder = stage_any_order(VPT, kSorted);
@@ -1396,81 +1398,103 @@ __global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks
   // samples waiting on instruction fetch, against 6% in the unsorted kernel).
   if (kSorted) __builtin_assume(k <= kStageK);
   // The k smallest are the k largest of -x: directed() on load, and again on output.
-
-  for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride) {
-    const scalar_t* x = in + r * cols;
-    ValueRow<VPT, kLargest, warp_slots_below(VPT)> row;
-    row.cols = cols;
-    row.npad = VPT * 32 - cols;
-    row.pad = directed<kLargest>(E::to_compute(x[0]));
+  ValueRow<VPT, kLargest, warp_slots_below(VPT)> row;
+  row.cols = cols;
+  row.npad = VPT * 32 - cols;
+  row.pad = directed<kLargest>(E::to_compute(x[0]));
 #pragma unroll
-    for (int j = 0; j < VPT; ++j) {
-      const int e = j * 32 + lane;
-      row.v[j] = row.valid(j) ? directed<kLargest>(E::to_compute(x[e])) : row.pad;
-    }
-    scalar_t* ov = out_values + r * k;
-    int64_t* oi = out_indices + r * k;
-
-    // Sorted output of rows up to 256 elements: one counting sort of the whole row, no search.
-    if constexpr (kRowSort) {
-      float lo, hi;
-      if (exact && finite_min_max(row, lo, hi) == 0 && lo < hi &&
-          row_counting_sort(row, k, lo, hi, s_sort[warp], s_ov, s_oi)) {
-        flush_staged<scalar_t, kLargest>(k, false, 0.f, 0.f, x, ov, oi, s_ov, s_oi, s_sort[warp]);
-        continue;
-      }
-    }
-    Cut cut = Cut::general();
-    if (exact)
-      cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder, kRowCut, !kSorted>(
-          row, k, reinterpret_cast<uint32_t*>(s_sort[warp]), s_val[warp], s_idx[warp], s_ov, s_oi);
-    if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
-    if (cut.ok && cut.list_n > 0) {
-      if (cut.list_n > k) select_listed<kLargest>(cut, s_ov, s_oi);
-    } else if (kAnyOrder && exact && cut.ok && k <= kStageK) {
-      // An exact cut selects exactly k elements, and the sort ranks them: any staging order.
-      compact_lane_major(
-          row,
-          [&](int j, int e, float v) {
-            return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
-          },
-          s_ov, s_oi, kStageSpare);
-    } else if (one_compare_emit(VPT, kSorted) && cut.ok && cut.idx_t == INT_MAX) {
-      emit_selected<kEmitCap>(
-          row, k, [&](int j, int, float v) { return row.valid(j) & ranks_ge<kLargest>(v, cut.t); },
-          x, ov, oi, s_ov, s_oi);
-    } else if (cut.ok) {
-      emit_selected<kEmitCap>(
-          row, k,
-          [&](int j, int e, float v) {
-            return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
-          },
-          x, ov, oi, s_ov, s_oi);
-    } else {
-      // A NaN plan: the NaN key is the highest (largest) or the lowest, 1 (smallest).
-      const Key nan_key = largest ? ~Key(0) : Key(1);
-      const Plan<Key> plan = cut.nan_plan ? Plan<Key>{nan_key, nan_key, cut.quota}
-                                          : make_plan<float>(row, k, max_iter, eps);
-      int64_t ties = 0;
-      emit_selected<kEmitCap>(
-          row, k,
-          [&](int j, int, float v) {
-            const Key key = value_key(v, largest);
-            const bool above = row.valid(j) && plan.takes(key);
-            const bool tie = row.valid(j) && plan.fills(key);
-            const unsigned tie_mask = __ballot_sync(kFullMask, tie);
-            const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
-            ties += __popc(tie_mask);
-            return take;
-          },
-          x, ov, oi, s_ov, s_oi);
-    }
-    if (k <= kEmitCap)  // (the sorting kernels' kEmitCap is kStageK)
-      // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.  (The whole
-      // staging rows: k may pass kStageSlots here.)
-      flush_staged<scalar_t, kLargest>(k, kSorted, cut.t, cut.ok && cut.top_known ? cut.top : cut.t,
-                                       x, ov, oi, s_ov_rows[warp], s_oi_rows[warp], s_sort[warp]);
+  for (int j = 0; j < VPT; ++j) {
+    const int e = j * 32 + lane;
+    row.v[j] = row.valid(j) ? directed<kLargest>(E::to_compute(x[e])) : row.pad;
   }
+
+  // Sorted output of rows up to 256 elements: one counting sort of the whole row, no search.
+  if constexpr (kRowSort) {
+    float lo, hi;
+    if (exact && finite_min_max(row, lo, hi) == 0 && lo < hi &&
+        row_counting_sort(row, k, lo, hi, s_sort, s_ov, s_oi)) {
+      flush_staged<scalar_t, kLargest>(k, false, 0.f, 0.f, x, ov, oi, s_ov, s_oi, s_sort);
+      return;
+    }
+  }
+  Cut cut = Cut::general();
+  if (exact)
+    cut = fast_exact_cut<list_max_k(VPT, kSorted), kAnyOrder, kRowCut, !kSorted>(
+        row, k, reinterpret_cast<uint32_t*>(s_sort), s_val, s_idx, s_ov, s_oi);
+  if (early_stop) cut = fast_early_stop_cut(row, k, max_iter);
+  if (cut.ok && cut.list_n > 0) {
+    if (cut.list_n > k) select_listed<kLargest>(cut, s_ov, s_oi);
+  } else if (kAnyOrder && exact && cut.ok && k <= kStageK) {
+    // An exact cut selects exactly k elements, and the sort ranks them: any staging order.
+    compact_lane_major(
+        row,
+        [&](int j, int e, float v) {
+          return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
+        },
+        s_ov, s_oi, kStageSpare);
+  } else if (one_compare_emit(VPT, kSorted) && cut.ok && cut.idx_t == INT_MAX) {
+    emit_selected<kEmitCap>(
+        row, k, [&](int j, int, float v) { return row.valid(j) & ranks_ge<kLargest>(v, cut.t); }, x,
+        ov, oi, s_ov, s_oi);
+  } else if (cut.ok) {
+    emit_selected<kEmitCap>(
+        row, k,
+        [&](int j, int e, float v) {
+          return row.valid(j) & ranks_ge<kLargest>(v, cut.t) & ((v != cut.t) | (e <= cut.idx_t));
+        },
+        x, ov, oi, s_ov, s_oi);
+  } else {
+    // A NaN plan: the NaN key is the highest (largest) or the lowest, 1 (smallest).
+    const Key nan_key = largest ? ~Key(0) : Key(1);
+    const Plan<Key> plan = cut.nan_plan ? Plan<Key>{nan_key, nan_key, cut.quota}
+                                        : make_plan<float>(row, k, max_iter, eps);
+    int64_t ties = 0;
+    emit_selected<kEmitCap>(
+        row, k,
+        [&](int j, int, float v) {
+          const Key key = value_key(v, largest);
+          const bool above = row.valid(j) && plan.takes(key);
+          const bool tie = row.valid(j) && plan.fills(key);
+          const unsigned tie_mask = __ballot_sync(kFullMask, tie);
+          const bool take = above || (tie && ties + __popc(tie_mask & lanes_below) < plan.quota);
+          ties += __popc(tie_mask);
+          return take;
+        },
+        x, ov, oi, s_ov, s_oi);
+  }
+  if (k <= kEmitCap)  // (the sorting kernels' kEmitCap is kStageK)
+    // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.  (The whole
+    // staging rows: k may pass kStageSlots here.)
+    flush_staged<scalar_t, kLargest>(k, kSorted, cut.t, cut.ok && cut.top_known ? cut.top : cut.t,
+                                     x, ov, oi, s_ov_row, s_oi_row, s_sort);
+}
+
+template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
+__global__ void __launch_bounds__(kValueBlockWarps * 32, value_kernel_min_blocks(VPT))
+    warp_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                       int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                       int64_t max_iter, float eps) {
+  using Bufs = WarpValueBufs<VPT, kSorted>;
+  constexpr int kWarps = kValueBlockWarps;
+  __shared__ float s_val[kWarps][kCandBuf];
+  __shared__ int s_idx[kWarps][kCandBuf];
+  __shared__ __align__(
+      16) float s_ov_rows[kWarps][Bufs::kStageRow];  // (16: the sort's vector loads)
+  __shared__ __align__(16) int s_oi_rows[kWarps][Bufs::kStageRow];
+  __shared__ __align__(16) uint64_t s_sort[kWarps][Bufs::kSortSlots];
+  // The warp index through a shuffle tells the compiler that the row loop is warp-uniform;
+  // otherwise every ballot, reduction and shuffle gets a divergence-safe copy (BRA.DIV), which
+  // doubles the code.  Measured (fp32 paper grid): max_iter=4 4-11% faster everywhere, sorted
+  // output 2-10 points cheaper, exact unsorted 0-4% faster at 8 values per lane but 2-6% slower
+  // at 16 (which keeps the plain index) and at 24 with 3 blocks (at 4 blocks, 1% faster).
+  constexpr bool kUniformRows = kSorted || VPT <= 8 || VPT == 24;
+  const int warp =
+      kUniformRows ? __shfl_sync(kFullMask, int(threadIdx.x / 32), 0) : int(threadIdx.x / 32);
+  const int64_t stride = int64_t(gridDim.x) * kWarps;
+  for (int64_t r = int64_t(blockIdx.x) * kWarps + warp; r < rows; r += stride)
+    warp_value_row<scalar_t, VPT, kLargest, kSorted>(
+        in + r * cols, out_values + r * k, out_indices + r * k, cols, k, max_iter, eps, s_val[warp],
+        s_idx[warp], s_ov_rows[warp], s_oi_rows[warp], s_sort[warp]);
 }
 
 }  // namespace cuda_detail

@@ -1,0 +1,786 @@
+// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel).
+//
+// Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
+// warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
+// the flush) that a warp pays whole for one row.  Here a warp holds 8 rows, each lane 64
+// contiguous elements of one row, so the per-element work is lane-local (no ballot or shuffle a
+// slot) and the per-row work is shared by 8 rows (notes v32: 230-255 warp instructions a row).
+//   stage:  the warp's 8 rows (contiguous in memory) loaded coalesced into shared memory as
+//           directed floats (-x for the k smallest), read back 64 contiguous elements a lane;
+//   search: min / max over the row; the bucket u = (hi - v) * scale + 2^23 (an integer-valued
+//           float, 0 for the largest values, 255 for the smallest) of every element counted by one
+//           shared atomic into 256 byte counters a row; b*, the bucket of the k-th element, from
+//           the lanes' totals, a group scan, the owner lane's 64 buckets split over the group and
+//           a second scan;
+//   select: the elements of buckets below b* are taken, b*'s members too when all are needed,
+//           else (at most 32 members) each member ranked against the others (value, then index);
+//           more than 32 members: further bucket levels over them (lane_crowded);
+//   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
+// NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
+// key take their first k.  Rows this path does not finish (a finite range beyond float range, a
+// subnormal range, b* still crowded after the levels) are left to the value kernel's row body
+// (warp_value_row), which the warp runs on each of them after the flush, in the same launch: one
+// answer whichever path takes a row (the tie rule of rtopk_algo.h: equal values by index).
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+#include <type_traits>
+
+#include "rtopk_kernels_common.cuh"
+#include "rtopk_warp_values.cuh"
+
+namespace rtopk {
+namespace cuda_detail {
+
+constexpr int kLaneG = 4;                   // lanes a row
+constexpr int kLaneE = 64;                  // elements a lane, contiguous
+constexpr int kLaneRows = 32 / kLaneG;      // rows a warp
+constexpr int kLaneCols = kLaneG * kLaneE;  // longest row
+constexpr int kLaneMinCols = 193;           // shorter rows: fewer values a lane in the warp kernel
+constexpr int kLaneMaxK = kStageK;
+// Staging, in 32-bit words: a lane's 64 elements 68 words apart (68 = 4 mod 32: the group reads of
+// 16 bytes a lane fall in distinct banks), a row's 4 chunks 272 words apart.
+constexpr int kLaneChunk = kLaneE + 4;
+constexpr int kLaneRowWords = kLaneG * kLaneChunk;
+constexpr int kLaneStageWords = kLaneRows * kLaneRowWords;
+// After the staging, per warp: a row's 256 byte counters in 64 words (the rows' counters at
+// 256-byte steps: an atomic's word address is one OR), then the member lists (32 values and 32
+// 64-bit keys a row); the output indices (16-bit, kLaneOutStride a row) reuse both once b*'s
+// members are ranked.
+constexpr int kLaneHistWords = kLaneCols / 4;
+constexpr int kLaneListAt = kLaneRows * kLaneHistWords;
+constexpr int kLaneOutStride = kLaneMaxK + 8;
+constexpr int kLaneAuxWords = kLaneListAt + kLaneRows * 64;
+constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
+constexpr int kLaneBlockWarps = 2;
+static_assert(kLaneRows * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
+static_assert((kLaneStageWords * 4) % 256 == 0 && (kLaneWarpWords * 4) % 256 == 0,
+              "counters 256-byte aligned");
+
+// The value kernel's buffers for the rows this path leaves (8 values a lane, unsorted), placed
+// over the staging once the warp's 8 rows are flushed.
+using LaneFallback = WarpValueBufs<8, false>;
+constexpr int kFbValAt = 0;
+constexpr int kFbIdxAt = kFbValAt + kCandBuf;
+constexpr int kFbOvAt = kFbIdxAt + kCandBuf;
+constexpr int kFbOiAt = kFbOvAt + LaneFallback::kStageRow;
+constexpr int kFbSortAt = kFbOiAt + LaneFallback::kStageRow;
+static_assert(kFbOvAt % 4 == 0 && kFbSortAt % 4 == 0, "16-byte aligned fallback buffers");
+static_assert(kFbSortAt + 2 * LaneFallback::kSortSlots <= kLaneStageWords, "fallback fits");
+
+__device__ __forceinline__ float lane_max_nan(float a, float b) {
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float lane_min_nan(float a, float b) {
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+// Inclusive sum over the row's 4 lanes (l: the lane's place in its group).
+__device__ __forceinline__ int lane_group_inclusive(int v, int l) {
+  int t = __shfl_up_sync(kFullMask, v, 1, kLaneG);
+  v += l >= 1 ? t : 0;
+  t = __shfl_up_sync(kFullMask, v, 2, kLaneG);
+  v += l >= 2 ? t : 0;
+  return v;
+}
+
+// The 16-bit element of a raw half-word.
+template <typename scalar_t>
+__device__ __forceinline__ float lane_half_bits(uint32_t bits) {
+  if constexpr (std::is_same_v<scalar_t, __half>)
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(bits)));
+  else
+    return __uint_as_float(bits << 16);  // bfloat16: the upper half of a float
+}
+
+// The VW elements of a 16-byte load as compute floats.
+template <typename scalar_t>
+__device__ __forceinline__ void lane_unpack(const uint4& raw, float* f) {
+  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(scalar_t) == 4) {
+      f[i] = __uint_as_float(w[i]);
+    } else {
+      f[2 * i] = lane_half_bits<scalar_t>(w[i] & 0xFFFFu);
+      f[2 * i + 1] = lane_half_bits<scalar_t>(w[i] >> 16);
+    }
+  }
+}
+
+// Word of element c of staged row rr.
+__device__ __forceinline__ int lane_stage_at(int rr, int c) {
+  return rr * kLaneRowWords + (c >> 6) * kLaneChunk + (c & 63);
+}
+
+// Four loaded elements as directed floats into 16-byte aligned staging words.  (One 16-byte
+// store by asm: as a float4 assignment the compiler split it into four where it could not prove
+// the address aligned.)
+template <bool kLargest>
+__device__ __forceinline__ void lane_store4(float* p, const float* f) {
+  asm volatile(
+      "st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(uint32_t(__cvta_generic_to_shared(p))),
+      "f"(directed<kLargest>(f[0])), "f"(directed<kLargest>(f[1])), "f"(directed<kLargest>(f[2])),
+      "f"(directed<kLargest>(f[3]))
+      : "memory");
+}
+
+// An opaque copy of x: what is computed from it is not hoisted out of the row loop (where it
+// would be kept in spilled registers across the loop, notes v34).
+__device__ __forceinline__ int lane_opaque(int x) {
+  int r;
+  asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
+}
+
+// Stages the warp's rows (nrows of them from src, contiguous) as directed floats; rows past
+// nrows as zeros; the slots past cols as copies of the row's first element (kept out of the
+// counts and the selection by the caller).  src is 16-byte aligned (the launch checks it).
+template <typename scalar_t, bool kLargest>
+__device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src, int nrows,
+                                                int cols, float* sf) {
+  using E = Elem<scalar_t>;
+  constexpr int VW = 16 / sizeof(scalar_t);
+  constexpr int kLoads = kLaneRows * kLaneCols / VW / 32;  // 16-byte loads a lane, at most
+  const int lane = threadIdx.x & 31;
+  const uint4* src4 = reinterpret_cast<const uint4*>(src);
+  if (nrows == kLaneRows && cols == kLaneCols) {
+    // Every load first, then the stores: 16 (fp32) or 8 (16-bit) 16-byte loads a lane in flight.
+    uint4 raw[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) raw[i] = __ldg(src4 + 32 * i + lane);
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int e = (32 * i + lane) * VW;
+      float f[VW];
+      lane_unpack<scalar_t>(raw[i], f);
+#pragma unroll
+      for (int q = 0; q < VW; q += 4)
+        lane_store4<kLargest>(sf + lane_stage_at(e >> 8, (e & 255) + q), f + q);
+    }
+  } else if (nrows == kLaneRows) {
+    // 8 * cols elements: a whole number of 16-byte vectors, all loaded before the first store.
+    // The vectors' (row, column) stepped by 32 * VW elements (at most two rows a step).
+    const int nvec = kLaneRows * cols / VW;
+    uint4 raw[kLoads];
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i)
+      raw[i] = 32 * i + lane < nvec ? __ldg(src4 + 32 * i + lane) : make_uint4(0u, 0u, 0u, 0u);
+    int rr = 0, c0 = lane_opaque(lane * VW);
+    if (c0 >= cols) {
+      c0 -= cols;
+      ++rr;
+    }
+    if (cols % VW == 0) {
+      // A vector never crosses a row or a chunk (VW divides both): whole float4 stores.
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        if (32 * i + lane >= nvec) break;
+        float f[VW];
+        lane_unpack<scalar_t>(raw[i], f);
+#pragma unroll
+        for (int q = 0; q < VW; q += 4)
+          lane_store4<kLargest>(sf + lane_stage_at(rr, c0 + q), f + q);
+        c0 += 32 * VW;
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+          if (c0 >= cols) {
+            c0 -= cols;
+            ++rr;
+          }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kLoads; ++i) {
+        if (32 * i + lane >= nvec) break;
+        float f[VW];
+        lane_unpack<scalar_t>(raw[i], f);
+#pragma unroll
+        for (int q = 0; q < VW; ++q) {
+          const bool next = c0 + q >= cols;  // (VW < cols: at most one row boundary)
+          sf[lane_stage_at(rr + int(next), c0 + q - (next ? cols : 0))] = directed<kLargest>(f[q]);
+        }
+        c0 += 32 * VW;
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+          if (c0 >= cols) {
+            c0 -= cols;
+            ++rr;
+          }
+      }
+    }
+  } else {
+    // The last, partial block of rows: element by element, rows past nrows zero.
+    const int n = nrows * cols;
+    const float inv_cols = 1.f / float(cols);
+    for (int e = lane; e < kLaneRows * cols; e += 32) {
+      const int r = int((float(e) + 0.5f) * inv_cols);
+      sf[lane_stage_at(r, e - r * cols)] = e < n ? directed<kLargest>(E::to_compute(src[e])) : 0.f;
+    }
+  }
+  if (cols < kLaneCols) {
+    __syncwarp();
+    // The rows' first elements read before any padding store (the loads issue together).
+    float first[kLaneRows];
+#pragma unroll
+    for (int rr = 0; rr < kLaneRows; ++rr) first[rr] = sf[lane_stage_at(rr, 0)];
+#pragma unroll
+    for (int rr = 0; rr < kLaneRows; ++rr)
+      for (int c = cols + lane; c < kLaneCols; c += 32) sf[lane_stage_at(rr, c)] = first[rr];
+  }
+  __syncwarp();
+}
+
+// A member of b* as a 64-bit key {low: 0xFFFF - index, high: the value's order-preserving bits}:
+// a larger key ranks first (larger value, then lower index).  v is finite; +0 for -0 (equal
+// values).
+__device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
+  const uint32_t b = __float_as_uint(v + 0.f);
+  // (NaN: one key for all, whatever the sign and payload; a bucket of NaN holds nothing else.)
+  return make_uint2(0xFFFFu - uint32_t(idx),
+                    v != v ? 0xFFFFFFFFu : b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
+}
+
+// The bucket of the kk-th element of a row (kk >= 1, the same in the row's four lanes) from its 256
+// byte counters: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
+// group scan, the owner lane's 64 buckets split over the group and a second scan.  Called by the
+// whole warp (its shuffles); found is false when the counts hold fewer than kk elements.
+struct LaneCut {
+  int bstar, nn, chi;  // the bucket, its count, the count of the buckets before it
+  bool found;
+};
+__device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk, int g, int l) {
+  const int rot = (l >> 1) + 2 * (g & 1);
+  int tot = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
+    tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
+    tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
+    tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
+    tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
+  }
+  const int inc = lane_group_inclusive(tot, l);
+  const int ol =
+      __ffs((__ballot_sync(kFullMask, inc - tot < kk && kk <= inc) >> (kLaneG * g)) & 0xFu) - 1;
+  const int oexc = __shfl_sync(kFullMask, inc - tot, kLaneG * g + (ol & 3));
+  uint32_t c[16];
+  {
+    const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
+    const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
+  }
+  int st = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) st += int(c[i]);
+  const int inc2 = lane_group_inclusive(st, l) + oexc;
+  const int sl =
+      __ffs((__ballot_sync(kFullMask, inc2 - st < kk && kk <= inc2) >> (kLaneG * g)) & 0xFu) - 1;
+  int run = inc2 - st, bs = 0, nn = 0, chi = 0;
+#pragma unroll
+  for (int m = 0; m < 16; ++m) {
+    const int nr = run + int(c[m]);
+    const bool hit = run < kk && kk <= nr;
+    bs = hit ? m : bs;
+    nn = hit ? int(c[m]) : nn;
+    chi = hit ? run : chi;
+    run = nr;
+  }
+  const int src = kLaneG * g + (sl & 3);
+  LaneCut r;
+  r.bstar = 64 * (ol & 3) + 16 * (sl & 3) + __shfl_sync(kFullMask, bs, src);
+  r.nn = __shfl_sync(kFullMask, nn, src);
+  r.chi = __shfl_sync(kFullMask, chi, src);
+  r.found = ol >= 0 && sl >= 0;
+  return r;
+}
+
+// Bucket levels after the first, for a crowded b* (more than 32 members, some taken).
+constexpr int kLaneLevels = 4;
+
+// The lane's share of a crowded row's members after the bucket levels: a (taken), m (members of
+// the last level's bucket, none taken yet), nn (the row's count of them), need (how many of them
+// to take); resolved false: left to the fallback.
+struct LaneCrowd {
+  uint32_t a0, a1, m0, m1;
+  int nn, need;
+  bool resolved;
+};
+
+// Member j of a lane's mask pair.
+__device__ __forceinline__ bool lane_has(uint32_t m0, uint32_t m1, int j) {
+  return ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
+}
+
+// The lowest q set bits of m (0 <= q <= popc(m)), by a binary search on the count below a bit.
+__device__ __forceinline__ uint32_t lane_first_bits(uint32_t m, int q) {
+  if (q <= 0) return 0u;
+  if (q >= __popc(m)) return m;
+  // p: the largest position with fewer than q set bits below it, which is the q-th set bit.
+  int p = 0;
+#pragma unroll
+  for (int s = 16; s > 0; s >>= 1)
+    if (__popc(m & ((1u << (p + s)) - 1u)) < q) p += s;
+  return m & ((2u << p) - 1u);
+}
+
+// One count into a row's byte counters, predicated (a branch an element costs more).
+__device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.u32 [%0], %1;\n\t}" ::"r"(
+          hbase | (bits & 0xFCu)),
+      "r"(__funnelshift_l(0u, 1u, bits << 3)), "r"(uint32_t(p))
+      : "memory");
+}
+
+// Resolves crowded rows inside the four-lane path.  Each level: the members' min and max (equal:
+// the first `need` by index, done), 256 byte counters over that range (the same bucket map as the
+// first level, so equal values share a bucket and larger values never come later), the bucket of
+// the need-th member by lane_bucket_cut; the members of the buckets before it are taken, those of
+// it stay members.  Done when at most 32 stay (ranked by the caller) or all are needed.  Each level
+// divides the members' range by ~255; a row still crowded after kLaneLevels levels (or whose range
+// leaves float range) is left to the fallback.  Out of line: randn rows do not pay registers for
+// it.  Called by the whole warp; crowded false for rows that have no crowded b*; tied: members
+// known to be equal (NaN or infinite), taken by index at once.
+static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_t* hrow,
+                                                      uint32_t hbase, uint32_t a0, uint32_t a1,
+                                                      uint32_t m0, uint32_t m1, int nn, int need,
+                                                      bool crowded, bool tied, int g, int l) {
+  bool act = crowded, resolved = false;
+  uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
+  if (!act) m0 = m1 = 0u;     // (rows without work: no members, no atomics)
+  for (int level = 0;; ++level) {
+    // The members' range (not needed when every row left is tied).
+    float lo = __int_as_float(0x7f800000), hi = -lo;
+    if (__any_sync(kFullMask, act && !tied))
+#pragma unroll
+      for (int i = 0; i < kLaneE / 4; ++i) {
+        const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+        const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const bool in = lane_has(m0, m1, 4 * i + t);
+          lo = in ? fminf(lo, qv[t]) : lo;
+          hi = in ? fmaxf(hi, qv[t]) : hi;
+        }
+      }
+#pragma unroll
+    for (int o = 1; o < kLaneG; o *= 2) {
+      lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
+      hi = fmaxf(hi, __shfl_xor_sync(kFullMask, hi, o));
+    }
+    const int mc = __popc(m0) + __popc(m1);
+    const int before = lane_group_inclusive(mc, l) - mc;
+    if (act && (lo == hi || tied)) {
+      // All equal: the lane's share of the first `need`, lowest bits first.
+      const int q = min(max(need - before, 0), mc);
+      const int c0 = __popc(m0);
+      a0 |= lane_first_bits(m0, min(q, c0));
+      a1 |= lane_first_bits(m1, max(q - c0, 0));
+      nn = need = 0;
+      act = false;
+      resolved = true;
+    }
+    // (As the first level's scale: (hi - v) * scale < 255 for every member.)
+    const float scale = 255.f / (hi - lo) * (1.f - 0x1p-16f);
+    if (act && !(level < kLaneLevels && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) act = false;
+    if (!act) m0 = m1 = 0u;
+    if (!__any_sync(kFullMask, act)) break;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < kLaneE / 4; ++i) {
+      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+      const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+        lane_count_if(hbase, __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f)),
+                      lane_has(m0, m1, 4 * i + t));
+    }
+    __syncwarp();
+    const LaneCut cut = lane_bucket_cut(hrow, max(need, 1), g, l);
+    __syncwarp();  // the counters are read (the next level zeroes them)
+    // Split: the members of buckets before the cut are taken, those of the cut stay.
+    const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
+    const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
+    uint32_t lt[2] = {0u, 0u}, le[2] = {0u, 0u};
+#pragma unroll
+    for (int i = 0; i < kLaneE / 4; ++i) {
+      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+      const float qv[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const int j = 4 * i + t;
+        const float u = fmaf(hi - qv[t], scale, 8388608.f);
+        lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
+        le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
+      }
+    }
+    if (act && cut.found) {
+      a0 |= lt[0] & m0;
+      a1 |= lt[1] & m1;
+      m0 &= le[0] & ~lt[0];
+      m1 &= le[1] & ~lt[1];
+      nn = cut.nn;
+      need -= cut.chi;
+      if (nn <= 32 || need == nn) {
+        act = false;
+        resolved = true;
+        r0 = m0;
+        r1 = m1;
+      }
+    } else {
+      act = false;
+    }
+    if (!act) m0 = m1 = 0u;
+    if (!__any_sync(kFullMask, act)) break;
+  }
+  LaneCrowd r;
+  r.a0 = a0;
+  r.a1 = a1;
+  r.m0 = r0;
+  r.m1 = r1;
+  r.nn = nn;
+  r.need = need;
+  r.resolved = resolved;
+  return r;
+}
+
+template <typename scalar_t, bool kLargest>
+__global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
+    lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
+  using E = Elem<scalar_t>;
+  __shared__ __align__(256) uint32_t smem[kLaneBlockWarps][kLaneWarpWords];
+  const int lane = threadIdx.x & 31;
+  // (Through a shuffle: the block loop is warp-uniform, see warp_values_kernel.)
+  const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
+  const int g = lane / kLaneG, l = lane % kLaneG;
+  float* const sf = reinterpret_cast<float*>(smem[warp]);
+  uint32_t* const aux = smem[warp] + kLaneStageWords;
+  const float* const vrow = sf + g * kLaneRowWords + l * kLaneChunk;  // this lane's 64 elements
+  // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
+  const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * uint32_t(g);
+  uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
+  uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
+  const int npad = kLaneCols - cols;
+  // Lane 3's slots from cols - 192 on are padding.
+  const int nreal = l == kLaneG - 1 ? cols - (kLaneG - 1) * kLaneE : kLaneE;
+  const uint32_t valid0 = nreal >= 32 ? ~0u : (1u << nreal) - 1u;
+  const uint32_t valid1 = nreal >= 64 ? ~0u : nreal <= 32 ? 0u : (1u << (nreal - 32)) - 1u;
+  // e / k for e < kLaneRows * kLaneMaxK by a multiply.
+  const uint32_t inv_k = ((1u << 20) + uint32_t(k) - 1u) / uint32_t(k);
+  const int64_t nblk = (rows + kLaneRows - 1) / kLaneRows;
+
+  for (int64_t blk = int64_t(blockIdx.x) * kLaneBlockWarps + warp; blk < nblk;
+       blk += int64_t(gridDim.x) * kLaneBlockWarps) {
+    const int64_t r0 = blk * kLaneRows;
+    const int nrows = int(min(int64_t(kLaneRows), rows - r0));
+    lane_stage_rows<scalar_t, kLargest>(in + r0 * cols, nrows, cols, sf);
+    float u[kLaneE];
+#pragma unroll
+    for (int i = 0; i < kLaneE / 4; ++i) {
+      const float4 w = *reinterpret_cast<const float4*>(vrow + 4 * i);
+      u[4 * i] = w.x;
+      u[4 * i + 1] = w.y;
+      u[4 * i + 2] = w.z;
+      u[4 * i + 3] = w.w;
+    }
+    // Min / max (NaN-propagating: a row with NaN or +-inf takes the map below).
+    float mn = u[0], mx = u[0];
+#pragma unroll
+    for (int j = 1; j < kLaneE; ++j) {
+      mn = lane_min_nan(mn, u[j]);
+      mx = lane_max_nan(mx, u[j]);
+    }
+#pragma unroll
+    for (int o = 1; o < kLaneG; o *= 2) {
+      mn = lane_min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
+      mx = lane_max_nan(mx, __shfl_xor_sync(kFullMask, mx, o));
+    }
+    // u becomes each element's bucket as the integer-valued float 2^23 + bucket, 0 for the
+    // largest.  (hi - v) * scale < 255 for every element by the scale's margin (an IEEE division:
+    // the bound holds however small the range), so no bucket passes 255.
+    float scale = 255.f / (mx - mn) * (1.f - 0x1p-16f);
+    bool ok = isfinite(mn) && isfinite(mx) && mn < mx && scale > 0.f && scale <= FLT_MAX &&
+              (mx - mn) * scale >= 1.f;
+    // A row of one value (every key equal): its first k elements.
+    bool equal = isfinite(mn) && mn == mx;
+    // A warp with NaN or +-inf in a row maps all its rows so: NaN in bucket 0 (k largest: NaN
+    // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
+    // equal keys only.  (Warp-uniform: the finite rows' map is the one above.)
+    const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
+    uint32_t finm[2] = {~0u, ~0u};  // the lane's finite elements
+    int ncls[3] = {0, 0, 0};        // its NaN, +inf and -inf
+    if (nonfinite) {
+      float fmn = __int_as_float(0x7f800000), fmx = -fmn;
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        const bool fin = fabsf(u[j]) < __int_as_float(0x7f800000);
+        fmn = fin ? fminf(fmn, u[j]) : fmn;
+        fmx = fin ? fmaxf(fmx, u[j]) : fmx;
+      }
+#pragma unroll
+      for (int o = 1; o < kLaneG; o *= 2) {
+        fmn = fminf(fmn, __shfl_xor_sync(kFullMask, fmn, o));
+        fmx = fmaxf(fmx, __shfl_xor_sync(kFullMask, fmx, o));
+      }
+      const float fs = 251.f / (fmx - fmn) * (1.f - 0x1p-16f);
+      // (At most one finite value: all of them in bucket 2.)
+      const bool spread = fmn < fmx;
+      const bool fits =
+          !spread || (isfinite(fmx - fmn) && fs <= FLT_MAX && (fmx - fmn) * fs >= 1.f);
+      const float fscale = spread && fits ? fs : 0.f, ftop = spread && fits ? fmx : 0.f;
+      const float nanb = kLargest ? 8388608.f : 8388863.f;
+      float bmn = __int_as_float(0x7f800000), bmx = -bmn;
+      uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        const float v = u[j];
+        const bool fin = fabsf(v) < __int_as_float(0x7f800000);
+        finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
+        nanm[j / 32] |= v != v ? 1u << (j % 32) : 0u;
+        pinfm[j / 32] |= v > FLT_MAX ? 1u << (j % 32) : 0u;
+        u[j] = fin       ? fmaf(ftop - v, fscale, 8388610.f)
+               : v != v  ? nanb
+               : v > 0.f ? 8388609.f
+                         : 8388862.f;
+        bmn = fminf(bmn, u[j]);
+        bmx = fmaxf(bmx, u[j]);
+      }
+      // The lane's NaN, +inf and -inf: counted at once below (one atomic each, not one an element
+      // on a single counter).
+      ncls[0] = __popc(nanm[0]) + __popc(nanm[1]);
+      ncls[1] = __popc(pinfm[0]) + __popc(pinfm[1]);
+      ncls[2] = kLaneE - __popc(finm[0]) - __popc(finm[1]) - ncls[0] - ncls[1];
+#pragma unroll
+      for (int o = 1; o < kLaneG; o *= 2) {
+        bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
+        bmx = fmaxf(bmx, __shfl_xor_sync(kFullMask, bmx, o));
+      }
+      equal = bmn == bmx;
+      ok = fits && !equal;
+    } else {
+      if (!ok) {
+        scale = 0.f;
+        mx = 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) u[j] = fmaf(mx - u[j], scale, 8388608.f);
+    }
+    // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
+    const float upad = __shfl_sync(kFullMask, u[0], kLaneG * g);
+    // A warp of rows none of which this path finishes (ranges out of float range) goes straight
+    // to the fallback.
+    unsigned okmask = 0u;
+    if (__any_sync(kFullMask, ok || equal)) {
+      // Zero row g's counters, then count (one byte a bucket: no bucket of a row that is not
+      // equal holds more than 255 of its 256 slots).
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        *reinterpret_cast<uint4*>(aux + kLaneHistWords * g + 16 * l + 4 * i) =
+            make_uint4(0u, 0u, 0u, 0u);
+      __syncwarp();
+      if (nonfinite) {
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j)
+          lane_count_if(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
+        const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
+#pragma unroll
+        for (int c = 0; c < 3; ++c) {
+          const uint32_t bits = __float_as_uint(cb[c]);
+          if (ok && ncls[c] > 0)
+            asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                         "r"(__funnelshift_l(0u, uint32_t(ncls[c]), bits << 3))
+                         : "memory");
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j) {
+          const uint32_t bits = __float_as_uint(u[j]);
+          if (ok)  // (rows of one value would serialise on one counter)
+            asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                         "r"(__funnelshift_l(0u, 1u, bits << 3))
+                         : "memory");
+        }
+      }
+      if (ok && npad > 0 && l == kLaneG - 1) {
+        // The padding slots copy the row's first element: take them back out of its bucket.
+        const uint32_t bits = __float_as_uint(upad);
+        asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+                     "r"(0u - __funnelshift_l(0u, uint32_t(npad), bits << 3))
+                     : "memory");
+      }
+      __syncwarp();
+      // b*, the bucket of the k-th element.
+      uint32_t* const hrow = aux + kLaneHistWords * g;
+      const LaneCut cut = lane_bucket_cut(hrow, k, g, l);
+      const int bstar = cut.bstar;
+      int nn = cut.nn;
+      int need = k - cut.chi;  // b*'s members to take: 1 <= need <= nn
+      ok = ok && cut.found;
+      // More than 32 members of which only some are taken: narrowed by lane_crowded (NaN, +inf
+      // and -inf buckets hold equal keys only: tied).
+      bool crowded = ok && need < nn && nn > 32;
+      const bool tied = nonfinite && (bstar <= 1 || bstar >= 254);
+      __syncwarp();  // the counters are read: their words are reused below
+      // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
+      const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
+      const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
+      uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
+        w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
+      }
+      a[0] &= valid0;
+      a[1] &= valid1;
+      w[0] &= valid0;
+      w[1] &= valid1;
+      if (__any_sync(kFullMask, crowded)) {
+        const LaneCrowd t = lane_crowded(vrow, hrow, hbase, a[0], a[1], w[0] & ~a[0], w[1] & ~a[1],
+                                         nn, need, crowded, tied, g, l);
+        if (crowded && t.resolved) {
+          a[0] = t.a0;
+          a[1] = t.a1;
+          w[0] = t.a0 | t.m0;
+          w[1] = t.a1 | t.m1;
+          nn = t.nn;
+          need = t.need;
+          crowded = false;
+        }
+      }
+      ok = ok && !crowded;
+      // b*'s members when only some are taken: listed as 64-bit keys (value, then index: one
+      // unsigned compare orders two members), each ranked against the list by its lane.
+      const bool part = ok && need < nn;
+      if (__any_sync(kFullMask, part)) {
+        const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
+        const int mc = __popc(mem0) + __popc(mem1);
+        int pos = lane_group_inclusive(mc, l) - mc;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t mm = h ? mem1 : mem0;
+          while (mm) {
+            const int j = __ffs(mm) - 1 + 32 * h;
+            mm &= mm - 1;
+            lk[pos++] = lane_member_key(vrow[j], kLaneE * l + j);
+          }
+        }
+        // (An odd list ends with a key below every member: the ranking reads pairs.)
+        if (part && l == kLaneG - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
+        __syncwarp();
+        const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t mm = h ? mem1 : mem0;
+          while (mm) {
+            const int j = __ffs(mm) - 1 + 32 * h;
+            mm &= mm - 1;
+            const uint2 kv2 = lane_member_key(vrow[j], kLaneE * l + j);
+            const uint64_t kv = (uint64_t(kv2.y) << 32) | kv2.x;
+            int rank = 0;
+            for (int q = 0; q < (nn + 1) / 2; ++q) {
+              const uint4 e = lk2[q];
+              rank +=
+                  int(((uint64_t(e.y) << 32) | e.x) > kv) + int(((uint64_t(e.w) << 32) | e.z) > kv);
+            }
+            if (rank < need) a[h] |= 1u << (j - 32 * h);
+          }
+        }
+        __syncwarp();
+      }
+      // (An equal row: lane l's first k - 64 l real elements.)
+      const int qe = min(max(k - kLaneE * l, 0), nreal);
+      const uint32_t e0 = qe >= 32 ? ~0u : (1u << qe) - 1u;
+      const uint32_t e1 = qe >= 64 ? ~0u : qe <= 32 ? 0u : (1u << (qe - 32)) - 1u;
+      const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
+      const uint32_t take1 = equal ? e1 : part ? a[1] : w[1];
+      // Output indices in index order, staged; rows whose count is off (none should be) fall back.
+      const int tc = __popc(take0) + __popc(take1);
+      const int tinc = lane_group_inclusive(tc, l);
+      // (The shuffle outside the && : every lane must take part in it.)
+      const int taken = __shfl_sync(kFullMask, tinc, kLaneG * g + kLaneG - 1);
+      ok = (ok || equal) && taken == k;
+      if (ok) {
+        int pos = tinc - tc;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          uint32_t tm = h ? take1 : take0;
+          while (tm) {
+            const int j = __ffs(tm) - 1 + 32 * h;
+            tm &= tm - 1;
+            so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+          }
+        }
+      }
+      okmask = __ballot_sync(kFullMask, ok);
+      __syncwarp();
+      // Flush: the 8 rows' k outputs are contiguous, written coalesced.
+      scalar_t* const ov = out_values + r0 * k;
+      int64_t* const oi = out_indices + r0 * k;
+      for (int e = lane; e < nrows * k; e += 32) {
+        const int gg = int((uint32_t(e) * inv_k) >> 20);
+        if (okmask >> (kLaneG * gg) & 1u) {
+          const int idx = so[kLaneOutStride * gg + (e - gg * k)];
+          const float v = sf[lane_stage_at(gg, idx)];
+          // (NaN re-read: its payload as given.)
+          ov[e] = v != v ? in[(r0 + gg) * cols + idx] : E::from_compute(directed<kLargest>(v));
+          oi[e] = idx;
+        }
+      }
+    }
+    __syncwarp();  // the staging is free: the fallback's buffers go there
+    unsigned left = ~okmask & 0x11111111u & (nrows == kLaneRows ? ~0u : (1u << (4 * nrows)) - 1u);
+    while (left) {
+      const int gg = (__ffs(left) - 1) / kLaneG;
+      left &= left - 1;
+      const int64_t r = r0 + gg;
+      warp_value_row<scalar_t, 8, kLargest, false>(
+          in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f,
+          *reinterpret_cast<LaneFallback::Val*>(sf + kFbValAt),
+          *reinterpret_cast<LaneFallback::Idx*>(sf + kFbIdxAt),
+          *reinterpret_cast<LaneFallback::StageV*>(sf + kFbOvAt),
+          *reinterpret_cast<LaneFallback::StageI*>(sf + kFbOiAt),
+          *reinterpret_cast<LaneFallback::Sort*>(sf + kFbSortAt));
+      __syncwarp();
+    }
+  }
+}
+
+// Whether the four-lane kernel takes a launch: exact mode, index-ordered output, rows of
+// 193..256 16/32-bit elements, k <= 128, a 16-byte aligned input.  Above k = 64 only with many
+// rows: there the shipped value kernel was measured as fast or faster at N <= 2^16 (notes v32).
+template <typename scalar_t>
+bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
+  using Compute = typename Elem<scalar_t>::Compute;
+  return sizeof(Compute) == 4 && exact_mode<Compute>(a) && !(a.sorted && a.k > 1) &&
+         a.cols >= kLaneMinCols && a.cols <= kLaneCols && a.k <= kLaneMaxK &&
+         (a.k <= 64 || a.rows >= (int64_t(1) << 17)) && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+}
+
+template <typename scalar_t>
+void launch_lane_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                      cudaStream_t stream) {
+  const int64_t warps = (a.rows + kLaneRows - 1) / kLaneRows;
+  const int64_t wanted = (warps + kLaneBlockWarps - 1) / kLaneBlockWarps;
+  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (256 / kLaneBlockWarps);
+  const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
+  const auto kernel =
+      a.largest ? lane_rows_kernel<scalar_t, true> : lane_rows_kernel<scalar_t, false>;
+  kernel<<<grid, kLaneBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
+                                                    static_cast<int>(a.k));
+}
+
+}  // namespace cuda_detail
+}  // namespace rtopk

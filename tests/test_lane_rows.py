@@ -1,0 +1,166 @@
+"""Rows of 193..256 elements in exact mode, which the CUDA backend gives to its four-lane kernel (four lanes a
+row, eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the
+warp kernel's row body in the same launch): against the plain-torch reference bit for bit, in index order,
+largest (rtopk.rtopk) and smallest (rtopk.topk, unsorted), every row length from 193 to 256 that changes the
+padding or the load path, row counts not a multiple of eight, k on both sides of 64 (above it the kernel
+takes only launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.  Skipped without
+CUDA."""
+
+import pytest
+import torch
+
+import rtopk
+from conftest import HAS_CUDA, bits, check_matches_ref, make_rows
+from test_mid_rows import misaligned
+
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# 256: the vector path; 252 / 200: whole vectors, padding; 193 / 197 / 255: vectors across rows and chunks.
+LENGTHS = [193, 197, 200, 252, 255, 256]
+KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
+         "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
+MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
+
+
+def lane_rows(kind, shape, dtype, gen):
+    """make_rows, plus "coarse": randn rounded to 1/16, so that the k-th value's bucket holds a few ties."""
+    if kind == "coarse":
+        x = torch.round(torch.randn(shape, generator=gen, dtype=torch.float64) * 16) / 16
+        return x.to(dtype).cuda()
+    return make_rows(kind, shape, dtype, "cpu", gen).cuda()
+
+
+def crowded_rows(kind, shape, dtype, gen):
+    """Rows whose k-th value lies in a crowded bucket again after the first bucket level: a few outliers at
+    +-6e4 (the first level's range) and clusters nested inside one bucket.
+    nested: 100 values of 1e-3 randn and the rest at 2e-3 + 1e-7 randn (the largest k <= ~150 in the inner
+    cluster: three levels); nested_ties: the same rounded so that hundreds share a few values (ties found at a
+    later level); deep: clusters at 1e-2, 1e-6, 1e-10, 1e-14 and 1e-18 (more levels than the kernel runs: the
+    fallback)."""
+    n, m = shape
+    r = lambda cnt: torch.randn(n, cnt, generator=gen, dtype=torch.float64)
+    out = [torch.full((n, 1), 6e4, dtype=torch.float64), torch.full((n, 3), -6e4, dtype=torch.float64)]
+    if kind == "nested":
+        out += [1e-3 * r(100), 2e-3 + 1e-7 * r(m - 104)]
+    elif kind == "nested_ties":
+        out += [torch.round(r(100) * 2) * 5e-4, 2e-3 + torch.round(r(m - 104)) * 1e-7]
+    else:  # deep
+        out += [1e-2 * r(40), r(10).abs() * 1e-6, r(10).abs() * 1e-10, r(10).abs() * 1e-14,
+                r(m - 74).abs() * 1e-18]
+    x = torch.cat(out, dim=1)
+    perm = torch.argsort(torch.rand(n, m, generator=gen), dim=1)
+    return torch.gather(x, 1, perm).to(dtype).cuda()
+
+
+def check_smallest(x, k, ctx):
+    v, i = rtopk.topk(x, k, largest=False, sorted=False)
+    rv, ri = rtopk.topk_ref(x, k, -1, False, False)
+    assert torch.equal(i, ri), f"indices differ from reference: {ctx} smallest"
+    assert torch.equal(bits(v), bits(rv)), f"values differ from reference: {ctx} smallest"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("M", LENGTHS)
+def test_lane_rows_match_reference(dtype, M):
+    gen = torch.Generator().manual_seed(1000 + M + 7 * DTYPES.index(dtype))
+    for kind in KINDS:
+        # 1003 rows: the last warp's block holds 3 rows.
+        x = lane_rows(kind, (1003, M), dtype, gen)
+        for k in (5, 16, 31, 33, 64):
+            ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+    check_matches_ref(misaligned(x), 16, f"misaligned M={M}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_lane_rows_large_k_many_rows(dtype):
+    """k of 65..128 (the kernel's upper range) on 2^17 + 3 rows."""
+    gen = torch.Generator().manual_seed(77)
+    for M in (256, 201):
+        x = lane_rows("randn", (MANY, M), dtype, gen)
+        # Some rows crowded (heavy tail), some with NaN / inf: the fallback inside the same warps.
+        x[::3] = x[::3] ** 5
+        x[5::11, 17] = float("nan")
+        x[7::13, 100] = float("-inf")
+        x[1::7] = crowded_rows("nested", x[1::7].shape, dtype, gen)
+        x[2::29] = crowded_rows("deep", x[2::29].shape, dtype, gen)
+        for k in (65, 96, 127, 128):
+            ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_mixed_warps(dtype):
+    """Each warp's eight rows of different kinds: fast rows and fallback rows share a warp and its staging."""
+    gen = torch.Generator().manual_seed(5)
+    kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps"]
+    for M in (256, 230):
+        parts = [lane_rows(kind, (1, M), dtype, gen) for _ in range(60) for kind in kinds]
+        x = torch.cat(parts)  # 540 rows, kinds cycling through each block of eight
+        for k in (1, 8, 32, 64):
+            ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["nested", "nested_ties", "deep"])
+def test_lane_rows_crowded_levels(dtype, kind):
+    """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
+    levels of the four-lane path (or its fallback) against the reference, largest and smallest."""
+    gen = torch.Generator().manual_seed(31 + DTYPES.index(dtype))
+    for M in (256, 203):
+        x = crowded_rows(kind, (1003, M), dtype, gen)
+        for k in (3, 20, 40, 64):
+            ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+def nonfinite_rows(shape, dtype, gen):
+    """randn rows with NaN (both signs, varied payloads), +inf and -inf at rates that differ by row: from a
+    few of each (their buckets ranked by index) to a third of the row (crowded buckets of equal keys)."""
+    n, m = shape
+    x = torch.randn(n, m, generator=gen, dtype=torch.float64).to(dtype)
+    rate = torch.tensor([0.01, 0.05, 0.3], dtype=torch.float64)[torch.randint(0, 3, (n, 3), generator=gen)]
+    u = torch.rand(n, m, generator=gen, dtype=torch.float64)
+    ibits = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}[dtype]
+    exp = {torch.float32: 0x7F800000, torch.float16: 0x7C00, torch.bfloat16: 0x7F80}[dtype]
+    mant = {torch.float32: 0x7FFFFF, torch.float16: 0x3FF, torch.bfloat16: 0x7F}[dtype]
+    payload = torch.randint(1, mant + 1, (n, m), generator=gen)
+    sign = torch.randint(0, 2, (n, m), generator=gen) * (-(exp | mant) - 1)  # the sign bit, as a signed int
+    nan = (exp | payload | sign).to(ibits).view(dtype)
+    x = torch.where(u < rate[:, :1], nan, x)
+    x = torch.where((u >= rate[:, :1]) & (u < rate[:, :1] + rate[:, 1:2]), torch.full_like(x, float("inf")), x)
+    x = torch.where(u > 1 - rate[:, 2:], torch.full_like(x, float("-inf")), x)
+    return x.cuda()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_nonfinite(dtype):
+    """NaN and +-inf inside the four-lane path (their own buckets): NaN ranks first for the largest and last
+    for the smallest, equal keys by index, and a NaN's payload comes back as given (values compared bit for
+    bit)."""
+    gen = torch.Generator().manual_seed(23 + DTYPES.index(dtype))
+    for M in (256, 230):
+        x = nonfinite_rows((1003, M), dtype, gen)
+        for k in (1, 3, 20, 64):
+            ctx = f"M={M} k={k} dtype={dtype}"
+            check_matches_ref(x, k, ctx)
+            check_smallest(x, k, ctx)
+
+
+def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
+    """A value repeated around the k-th rank, spread over the four lanes: the lowest indices are taken."""
+    gen = torch.Generator().manual_seed(11)
+    for M in (256, 199):
+        x = torch.randn(4096, M, generator=gen, dtype=torch.float64)
+        x = torch.where(torch.rand(4096, M, generator=gen) < 0.1, torch.full_like(x, 0.25), x)
+        for k in (10, 40, 64):
+            for dtype in DTYPES:
+                xc = x.to(dtype).cuda()
+                check_matches_ref(xc, k, f"M={M} k={k} dtype={dtype}")
+                check_smallest(xc, k, f"M={M} k={k} dtype={dtype}")
