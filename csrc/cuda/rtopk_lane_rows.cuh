@@ -172,7 +172,7 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
     for (int i = 0; i < kLoads; ++i)
       raw[i] = 32 * i + lane < nvec ? __ldg(src4 + 32 * i + lane) : make_uint4(0u, 0u, 0u, 0u);
     int rr = 0, c0 = lane_opaque(lane * VW);
-    if (c0 >= cols) {
+    if (c0 >= cols) {  // (lane * VW < 256 < 2 * cols)
       c0 -= cols;
       ++rr;
     }
@@ -332,7 +332,16 @@ __device__ __forceinline__ uint32_t lane_first_bits(uint32_t m, int q) {
   return m & ((2u << p) - 1u);
 }
 
-// One count into a row's byte counters, predicated (a branch an element costs more).
+// Adds n to the byte counter of bucket `bits & 0xFF` (u's bits) among a row's counters at hbase
+// (n wraps: 0u - c takes c back).
+__device__ __forceinline__ void lane_count(uint32_t hbase, uint32_t bits, uint32_t n) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
+               "r"(__funnelshift_l(0u, n, bits << 3))
+               : "memory");
+}
+
+// lane_count of one, predicated inside the asm (as `if (p) lane_count(...)` the compiler branched
+// an element, which cost more).
 __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
   asm volatile(
       "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.u32 [%0], %1;\n\t}" ::"r"(
@@ -445,15 +454,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     if (!act) m0 = m1 = 0u;
     if (!__any_sync(kFullMask, act)) break;
   }
-  LaneCrowd r;
-  r.a0 = a0;
-  r.a1 = a1;
-  r.m0 = r0;
-  r.m1 = r1;
-  r.nn = nn;
-  r.need = need;
-  r.resolved = resolved;
-  return r;
+  return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
 }
 
 template <typename scalar_t, bool kLargest>
@@ -599,27 +600,20 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
           const uint32_t bits = __float_as_uint(cb[c]);
-          if (ok && ncls[c] > 0)
-            asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                         "r"(__funnelshift_l(0u, uint32_t(ncls[c]), bits << 3))
-                         : "memory");
+          if (ok && ncls[c] > 0) lane_count(hbase, bits, uint32_t(ncls[c]));
         }
       } else {
 #pragma unroll
         for (int j = 0; j < kLaneE; ++j) {
           const uint32_t bits = __float_as_uint(u[j]);
-          if (ok)  // (rows of one value would serialise on one counter)
-            asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                         "r"(__funnelshift_l(0u, 1u, bits << 3))
-                         : "memory");
+          if (ok)
+            lane_count(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
         }
       }
       if (ok && npad > 0 && l == kLaneG - 1) {
         // The padding slots copy the row's first element: take them back out of its bucket.
         const uint32_t bits = __float_as_uint(upad);
-        asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-                     "r"(0u - __funnelshift_l(0u, uint32_t(npad), bits << 3))
-                     : "memory");
+        lane_count(hbase, bits, 0u - uint32_t(npad));
       }
       __syncwarp();
       // b*, the bucket of the k-th element.
