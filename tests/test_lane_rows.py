@@ -94,12 +94,15 @@ def test_lane_rows_large_k_many_rows(dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_lane_rows_mixed_warps(dtype):
-    """Each warp's eight rows of different kinds: fast rows and fallback rows share a warp and its staging."""
+    """Each warp's eight rows of different kinds: fast rows and fallback rows share a warp and its staging.
+    near_max / denormal rows beside NaN / inf rows: a finite range that leaves float range (or a subnormal one)
+    in a warp that maps its rows for non-finite values (each such row to the fallback, not taken as equal)."""
     gen = torch.Generator().manual_seed(5)
-    kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps"]
+    kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps", "near_max",
+             "denormal"]
     for M in (256, 230):
         parts = [lane_rows(kind, (1, M), dtype, gen) for _ in range(60) for kind in kinds]
-        x = torch.cat(parts)  # 540 rows, kinds cycling through each block of eight
+        x = torch.cat(parts)  # 660 rows, kinds cycling through each block of eight
         for k in (1, 8, 32, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
             check_matches_ref(x, k, ctx)

@@ -569,7 +569,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
         bmx = fmaxf(bmx, __shfl_xor_sync(kFullMask, bmx, o));
       }
-      equal = bmn == bmx;
+      // (A finite row whose range does not fit maps every element to bucket 2: not equal.)
+      equal = bmn == bmx && fits;
       ok = fits && !equal;
     } else {
       if (!ok) {
