@@ -60,6 +60,22 @@ def check_smallest(x, k, ctx):
     assert torch.equal(bits(v), bits(rv)), f"values differ from reference: {ctx} smallest"
 
 
+def check_sorted(x, k, ctx):
+    """rtopk.topk in rank order (the kernel's sorted instance up to its k, else the warp kernel), largest and
+    smallest, against the reference bit for bit."""
+    for largest in (True, False):
+        v, i = rtopk.topk(x, k, largest=largest, sorted=True)
+        rv, ri = rtopk.topk_ref(x, k, -1, largest, True)
+        assert torch.equal(i, ri), f"indices differ from reference: {ctx} sorted largest={largest}"
+        assert torch.equal(bits(v), bits(rv)), f"values differ from reference: {ctx} sorted largest={largest}"
+
+
+def check_all(x, k, ctx):
+    check_matches_ref(x, k, ctx)
+    check_smallest(x, k, ctx)
+    check_sorted(x, k, ctx)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", LENGTHS)
 def test_lane_rows_match_reference(dtype, M):
@@ -69,8 +85,7 @@ def test_lane_rows_match_reference(dtype, M):
         x = lane_rows(kind, (1003, M), dtype, gen)
         for k in (5, 16, 31, 33, 64):
             ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
-            check_matches_ref(x, k, ctx)
-            check_smallest(x, k, ctx)
+            check_all(x, k, ctx)
     check_matches_ref(misaligned(x), 16, f"misaligned M={M}")
 
 
@@ -88,8 +103,7 @@ def test_lane_rows_large_k_many_rows(dtype):
         x[2::29] = crowded_rows("deep", x[2::29].shape, dtype, gen)
         for k in (65, 96, 127, 128):
             ctx = f"M={M} k={k} dtype={dtype}"
-            check_matches_ref(x, k, ctx)
-            check_smallest(x, k, ctx)
+            check_all(x, k, ctx)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -105,8 +119,7 @@ def test_lane_rows_mixed_warps(dtype):
         x = torch.cat(parts)  # 660 rows, kinds cycling through each block of eight
         for k in (1, 8, 32, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
-            check_matches_ref(x, k, ctx)
-            check_smallest(x, k, ctx)
+            check_all(x, k, ctx)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
@@ -119,8 +132,7 @@ def test_lane_rows_crowded_levels(dtype, kind):
         x = crowded_rows(kind, (1003, M), dtype, gen)
         for k in (3, 20, 40, 64):
             ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
-            check_matches_ref(x, k, ctx)
-            check_smallest(x, k, ctx)
+            check_all(x, k, ctx)
 
 
 def nonfinite_rows(shape, dtype, gen):
@@ -152,8 +164,7 @@ def test_lane_rows_nonfinite(dtype):
         x = nonfinite_rows((1003, M), dtype, gen)
         for k in (1, 3, 20, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
-            check_matches_ref(x, k, ctx)
-            check_smallest(x, k, ctx)
+            check_all(x, k, ctx)
 
 
 def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
@@ -165,5 +176,22 @@ def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
         for k in (10, 40, 64):
             for dtype in DTYPES:
                 xc = x.to(dtype).cuda()
-                check_matches_ref(xc, k, f"M={M} k={k} dtype={dtype}")
-                check_smallest(xc, k, f"M={M} k={k} dtype={dtype}")
+                check_all(xc, k, f"M={M} k={k} dtype={dtype}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_sorted_bucket_fill(dtype):
+    """Rank order when the taken elements crowd one first-level bucket: the row's largest value repeated 2..40
+    times (its bucket-mates ranked by index; more than 16 in a bucket: the row goes to the fallback), beside
+    coarse rows whose buckets hold a few distinct values each."""
+    gen = torch.Generator().manual_seed(41 + DTYPES.index(dtype))
+    for M in (256, 210):
+        x = torch.randn(1003, M, generator=gen, dtype=torch.float64)
+        reps = torch.tensor([2, 15, 16, 17, 40])[torch.arange(1003) % 5]
+        for r in range(1003):
+            cols = torch.randperm(M, generator=gen)[: int(reps[r])]
+            x[r, cols] = 4.5 if r % 2 else -4.5  # the largest (odd rows) or the smallest (even rows)
+        x[::7] = torch.round(x[::7] * 4) / 4
+        xc = x.to(dtype).cuda()
+        for k in (3, 16, 17, 20, 64):
+            check_sorted(xc, k, f"M={M} k={k} dtype={dtype}")

@@ -96,8 +96,8 @@ def test_stream_rows(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows(dtype):
-    """The four-lane kernel (exact, unsorted, 193..256 elements): fast rows, crowded rows narrowed by
-    its later bucket levels or left to its fallback, NaN rows, a last warp of 5 rows."""
+    """The four-lane kernel (exact, 193..256 elements): fast rows, crowded rows narrowed by its later bucket
+    levels or left to its fallback, NaN rows, a last warp of 5 rows; index order and rank order."""
     from test_lane_rows import crowded_rows
 
     gen = torch.Generator().manual_seed(17)
@@ -107,4 +107,5 @@ def test_lane_rows(dtype):
         x = torch.stack([kinds[r % 5][r] for r in range(13)])
         for k in (16, 40):
             for largest in (True, False):
-                same_as_cpu(x, k, largest=largest, sorted=False)
+                for sort in (False, True):
+                    same_as_cpu(x, k, largest=largest, sorted=sort)

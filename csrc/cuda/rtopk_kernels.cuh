@@ -527,7 +527,7 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   if constexpr (sizeof(Compute) == 4) {
     if (lane_rows_apply(in, a)) {
       launch_lane_rows<scalar_t>(in, ov, oi, a, stream);
-      return false;
+      return a.sorted;  // (rank order when sorted: the kernel's sorted instance, or k == 1)
     }
   }
   // Slots per lane rise in steps of at most 50% so that padding wastes little (768 -> 24 slots).

@@ -16,6 +16,9 @@
 //           else (at most 32 members) each member ranked against the others (value, then index);
 //           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
+//   rank order (kSorted, rtopk.topk's sorted=True): each taken element at its first-level bucket's
+//           start (the counters as exclusive prefix sums) plus its bucket-mates that rank above
+//           it; a bucket of more than kLaneSortFill taken elements sends its row to the fallback.
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
@@ -55,6 +58,20 @@ constexpr int kLaneAuxWords = kLaneListAt + kLaneRows * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
 static_assert(kLaneRows * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
+// Rank-ordered output (kSorted): the first level's counters are kept for the bucket starts, so the
+// crowded levels count in the member lists' words; once the members are ranked, those words hold
+// each row's taken columns grouped by bucket (the scatter list) and its columns in rank order,
+// kLaneMaxK bytes a row each (bytes from aux).
+constexpr int kLaneScatterAt = 4 * kLaneListAt;
+constexpr int kLaneRankedAt = kLaneScatterAt + kLaneRows * kLaneMaxK;
+static_assert(kLaneRankedAt + kLaneRows * kLaneMaxK <= 4 * kLaneAuxWords, "sorted lists fit");
+static_assert(kLaneRows * kLaneHistWords <= kLaneAuxWords - kLaneListAt, "crowded counters fit");
+// A row with more taken elements in one bucket goes to the fallback (each ranks against all its
+// bucket-mates).
+constexpr int kLaneSortFill = 16;
+// The largest k whose rank-ordered output the four-lane kernel gives; above it the sorted call
+// takes the warp kernel.  0: written (notes v35) but not dispatched until measured on the H200.
+constexpr int kLaneSortedMaxK = 0;
 static_assert((kLaneStageWords * 4) % 256 == 0 && (kLaneWarpWords * 4) % 256 == 0,
               "counters 256-byte aligned");
 
@@ -244,6 +261,21 @@ __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
   // (NaN: one key for all, whatever the sign and payload; a bucket of NaN holds nothing else.)
   return make_uint2(0xFFFFu - uint32_t(idx),
                     v != v ? 0xFFFFFFFFu : b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
+}
+
+// The bucket map of a row's directed value v as the integer-valued float 2^23 + bucket (the
+// bucket is its low byte).  Finite warps: (top - v) * scale, 0 for the row's largest value.
+// Warps with NaN or +-inf (kNonFinite): NaN nanb (bucket 0 or 255), +inf 1, the finite values
+// 2..253 from top, -inf 254.  One definition for the first map and the sorted output's recompute:
+// both must give the same bits.
+template <bool kNonFinite>
+__device__ __forceinline__ float lane_map(float top, float scale, float nanb, float v) {
+  if constexpr (!kNonFinite) {
+    return fmaf(top - v, scale, 8388608.f);
+  } else {
+    const bool fin = fabsf(v) < __int_as_float(0x7f800000);
+    return fin ? fmaf(top - v, scale, 8388610.f) : v != v ? nanb : v > 0.f ? 8388609.f : 8388862.f;
+  }
 }
 
 // The bucket of the kk-th element of a row (kk >= 1, the same in the row's four lanes) from its 256
@@ -457,7 +489,47 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
 }
 
-template <typename scalar_t, bool kLargest>
+// A row's byte counters as exclusive prefix sums in place (lane l: buckets 64 l .. 64 l + 63): the
+// lanes' totals by a group scan, within a word w * 0x01010101 (each byte the sum of the bytes up
+// to it).  Exact up to b*: the counts before it sum to less than k <= kLaneMaxK, b*'s own is at
+// most 255 and a byte's overflow only carries upward.
+__device__ __forceinline__ void lane_bucket_starts(uint32_t* hrow, int l) {
+  uint4* const p = reinterpret_cast<uint4*>(hrow + 16 * l);
+  uint32_t w[16];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint4 q = p[i];
+    w[4 * i] = q.x;
+    w[4 * i + 1] = q.y;
+    w[4 * i + 2] = q.z;
+    w[4 * i + 3] = q.w;
+  }
+  int tot = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) tot = int(__dp4a(w[i], 0x01010101u, uint32_t(tot)));
+  uint32_t base = uint32_t(lane_group_inclusive(tot, l) - tot);
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t incl = w[i] * 0x01010101u;
+    w[i] = incl - w[i] + base * 0x01010101u;
+    base += incl >> 24;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) p[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+}
+
+// Adds one to the byte counter of bucket `bits & 0xFF` and returns its value before (a returning
+// shared atomic: the element's slot among its bucket's).
+__device__ __forceinline__ int lane_arrive(uint32_t hbase, uint32_t bits) {
+  uint32_t old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;"
+               : "=r"(old)
+               : "r"(hbase | (bits & 0xFCu)), "r"(__funnelshift_l(0u, 1u, bits << 3))
+               : "memory");
+  return int((old >> ((bits & 3u) * 8u)) & 0xFFu);
+}
+
+template <typename scalar_t, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
@@ -472,6 +544,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   const float* const vrow = sf + g * kLaneRowWords + l * kLaneChunk;  // this lane's 64 elements
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * uint32_t(g);
+
   uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
   uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
   const int npad = kLaneCols - cols;
@@ -521,6 +594,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
     // equal keys only.  (Warp-uniform: the finite rows' map is the one above.)
     const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
+    // The row's map (lane_map): set below, kept for the sorted output's recompute.
+    float mtop, mscale;
+    const float mnanb = kLargest ? 8388608.f : 8388863.f;
     uint32_t finm[2] = {~0u, ~0u};  // the lane's finite elements
     int ncls[3] = {0, 0, 0};        // its NaN, +inf and -inf
     if (nonfinite) {
@@ -541,8 +617,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const bool spread = fmn < fmx;
       const bool fits =
           !spread || (isfinite(fmx - fmn) && fs <= FLT_MAX && (fmx - fmn) * fs >= 1.f);
-      const float fscale = spread && fits ? fs : 0.f, ftop = spread && fits ? fmx : 0.f;
-      const float nanb = kLargest ? 8388608.f : 8388863.f;
+      mscale = spread && fits ? fs : 0.f;
+      mtop = spread && fits ? fmx : 0.f;
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
       uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
 #pragma unroll
@@ -552,10 +628,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
         nanm[j / 32] |= v != v ? 1u << (j % 32) : 0u;
         pinfm[j / 32] |= v > FLT_MAX ? 1u << (j % 32) : 0u;
-        u[j] = fin       ? fmaf(ftop - v, fscale, 8388610.f)
-               : v != v  ? nanb
-               : v > 0.f ? 8388609.f
-                         : 8388862.f;
+        u[j] = lane_map<true>(mtop, mscale, mnanb, v);
         bmn = fminf(bmn, u[j]);
         bmx = fmaxf(bmx, u[j]);
       }
@@ -573,12 +646,15 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       equal = bmn == bmx && fits;
       ok = fits && !equal;
     } else {
-      if (!ok) {
-        scale = 0.f;
-        mx = 0.f;
-      }
+      mscale = ok ? scale : 0.f;
+      mtop = ok ? mx : 0.f;
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) u[j] = fmaf(mx - u[j], scale, 8388608.f);
+      for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+    }
+    if constexpr (kSorted) {
+      // Kept for the rank order in the lane's spare staging words (in registers they spilled).
+      sf[g * kLaneRowWords + l * kLaneChunk + kLaneE] = mtop;
+      sf[g * kLaneRowWords + l * kLaneChunk + kLaneE + 1] = mscale;
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
     const float upad = __shfl_sync(kFullMask, u[0], kLaneG * g);
@@ -643,8 +719,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       w[0] &= valid0;
       w[1] &= valid1;
       if (__any_sync(kFullMask, crowded)) {
-        const LaneCrowd t = lane_crowded(vrow, hrow, hbase, a[0], a[1], w[0] & ~a[0], w[1] & ~a[1],
-                                         nn, need, crowded, tied, g, l);
+        // (Sorted output: the first level's counters are kept for the bucket starts, the levels
+        // count in the member lists' words.)
+        constexpr int kAt = kSorted ? kLaneListAt : 0;
+        const LaneCrowd t = lane_crowded(vrow, hrow + kAt, hbase + 4u * kAt, a[0], a[1],
+                                         w[0] & ~a[0], w[1] & ~a[1], nn, need, crowded, tied, g, l);
         if (crowded && t.resolved) {
           a[0] = t.a0;
           a[1] = t.a1;
@@ -701,12 +780,32 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const uint32_t e1 = qe >= 64 ? ~0u : qe <= 32 ? 0u : (1u << (qe - 32)) - 1u;
       const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
       const uint32_t take1 = equal ? e1 : part ? a[1] : w[1];
-      // Output indices in index order, staged; rows whose count is off (none should be) fall back.
       const int tc = __popc(take0) + __popc(take1);
       const int tinc = lane_group_inclusive(tc, l);
       // (The shuffle outside the && : every lane must take part in it.)
       const int taken = __shfl_sync(kFullMask, tinc, kLaneG * g + kLaneG - 1);
       ok = (ok || equal) && taken == k;
+      // Rank order (kSorted).  A row of one key keeps index order.  Otherwise each taken element
+      // goes to its bucket's start (the first level's counters as exclusive prefix sums: every
+      // taken element's bucket is at most b*, and every element of a bucket before b* is taken)
+      // plus the number of its bucket-mates that rank above it, found in the scatter list (the
+      // taken columns grouped by bucket through returning atomics on the starts).
+      uint8_t* const tl = reinterpret_cast<uint8_t*>(aux) + kLaneScatterAt + kLaneMaxK * g;
+      uint8_t* const rl = reinterpret_cast<uint8_t*>(aux) + kLaneRankedAt + kLaneMaxK * g;
+      const bool scat = kSorted && ok && !equal;
+      const bool any_scat = kSorted && __any_sync(kFullMask, scat);
+      if (any_scat) {
+        lane_bucket_starts(hrow, l);
+        __syncwarp();
+      }
+      // (The bucket of a staged value, as the first level mapped it.)
+      const float st_top = vrow[kLaneE], st_scale = vrow[kLaneE + 1];
+      const auto bucket_bits = [&](float v) {
+        return __float_as_uint(nonfinite ? lane_map<true>(st_top, st_scale, mnanb, v)
+                                         : lane_map<false>(st_top, st_scale, mnanb, v));
+      };
+      // Output indices staged in index order (or scattered by bucket); rows whose count is off
+      // (none should be) fall back.
       if (ok) {
         int pos = tinc - tc;
 #pragma unroll
@@ -715,9 +814,45 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
           while (tm) {
             const int j = __ffs(tm) - 1 + 32 * h;
             tm &= tm - 1;
-            so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+            if constexpr (!kSorted)
+              so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+            else if (scat)
+              tl[lane_arrive(hbase, bucket_bits(vrow[j]))] = uint8_t(kLaneE * l + j);
+            else
+              rl[pos++] = uint8_t(kLaneE * l + j);
           }
         }
+      }
+      if (any_scat) {
+        __syncwarp();
+        // After the scatter a bucket's counter holds its end, the one before it its start.
+        const uint8_t* const hb = reinterpret_cast<const uint8_t*>(hrow);
+        bool over = false;
+        if (scat) {
+          for (int i = l; i < k; i += kLaneG) {
+            const int c = tl[i];
+            const float v = sf[lane_stage_at(g, c)];
+            const int b = int(bucket_bits(v) & 0xFFu);
+            const int st = b > 0 ? hb[b - 1] : 0, en = hb[b];
+            int rank = st;
+            if (en - st > kLaneSortFill) {
+              over = true;
+            } else if (en - st > 1) {
+              // Mates rank above: a larger value, or an equal one (every NaN of a NaN bucket
+              // too) at a lower index.  A bucket holds only finite values, or only one
+              // non-finite key.
+              const bool nan = v != v;
+              for (int q = st; q < en; ++q) {
+                const int c2 = tl[q];
+                const float v2 = sf[lane_stage_at(g, c2)];
+                rank += int(v2 > v || ((v2 == v || nan) && c2 < c));
+              }
+            }
+            rl[rank] = uint8_t(c);
+          }
+        }
+        // Rows with an over-full bucket: to the fallback.
+        ok = ok && !((__ballot_sync(kFullMask, over) >> (kLaneG * g)) & 0xFu);
       }
       okmask = __ballot_sync(kFullMask, ok);
       __syncwarp();
@@ -727,7 +862,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       for (int e = lane; e < nrows * k; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20);
         if (okmask >> (kLaneG * gg) & 1u) {
-          const int idx = so[kLaneOutStride * gg + (e - gg * k)];
+          const int idx = kSorted ? int(reinterpret_cast<const uint8_t*>(
+                                        aux)[kLaneRankedAt + kLaneMaxK * gg + (e - gg * k)])
+                                  : int(so[kLaneOutStride * gg + (e - gg * k)]);
           const float v = sf[lane_stage_at(gg, idx)];
           // (NaN re-read: its payload as given.)
           ov[e] = v != v ? in[(r0 + gg) * cols + idx] : E::from_compute(directed<kLargest>(v));
@@ -741,7 +878,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const int gg = (__ffs(left) - 1) / kLaneG;
       left &= left - 1;
       const int64_t r = r0 + gg;
-      warp_value_row<scalar_t, 8, kLargest, false>(
+      warp_value_row<scalar_t, 8, kLargest, kSorted>(
           in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f,
           *reinterpret_cast<LaneFallback::Val*>(sf + kFbValAt),
           *reinterpret_cast<LaneFallback::Idx*>(sf + kFbIdxAt),
@@ -753,15 +890,17 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   }
 }
 
-// Whether the four-lane kernel takes a launch: exact mode, index-ordered output, rows of
-// 193..256 16/32-bit elements, k <= 128, a 16-byte aligned input.  Above k = 64 only with many
-// rows: there the shipped value kernel was measured as fast or faster at N <= 2^16 (notes v32).
+// Whether the four-lane kernel takes a launch: exact mode, rows of 193..256 16/32-bit elements,
+// k <= 128 (rank-ordered output up to kLaneSortedMaxK), a 16-byte aligned input.  Above k = 64
+// only with many rows: there the shipped value kernel was measured as fast or faster at N <= 2^16
+// (notes v32).
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
-  return sizeof(Compute) == 4 && exact_mode<Compute>(a) && !(a.sorted && a.k > 1) &&
-         a.cols >= kLaneMinCols && a.cols <= kLaneCols && a.k <= kLaneMaxK &&
-         (a.k <= 64 || a.rows >= (int64_t(1) << 17)) && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
+         (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && a.cols >= kLaneMinCols &&
+         a.cols <= kLaneCols && a.k <= kLaneMaxK && (a.k <= 64 || a.rows >= (int64_t(1) << 17)) &&
+         reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
 template <typename scalar_t>
@@ -771,8 +910,13 @@ void launch_lane_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
   const int64_t wanted = (warps + kLaneBlockWarps - 1) / kLaneBlockWarps;
   const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (256 / kLaneBlockWarps);
   const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
-  const auto kernel =
-      a.largest ? lane_rows_kernel<scalar_t, true> : lane_rows_kernel<scalar_t, false>;
+  auto kernel = a.largest ? lane_rows_kernel<scalar_t, true, false>
+                          : lane_rows_kernel<scalar_t, false, false>;
+  if constexpr (kLaneSortedMaxK > 1) {
+    if (a.sorted && a.k > 1)
+      kernel = a.largest ? lane_rows_kernel<scalar_t, true, true>
+                         : lane_rows_kernel<scalar_t, false, true>;
+  }
   kernel<<<grid, kLaneBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
                                                     static_cast<int>(a.k));
 }
