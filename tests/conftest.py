@@ -17,10 +17,17 @@ def poison_outputs():
 
 
 def make_rows(kind, shape, dtype, device, gen):
-    """Real random data of one kind (never zeros), built in float64 and cast once."""
+    """Real random data of one kind (never zeros), built in float64 and cast once.  "mixed": each row (the last
+    dimension) of its own kind, so that rows of different kinds share a kernel's warp or block."""
     n = 1
     for s in shape:
         n *= s
+    if kind == "mixed":
+        m = shape[-1] if len(shape) else 1
+        rows = n // m if m else 0
+        parts = torch.stack([make_rows(kd, (rows, m), dtype, "cpu", gen) for kd in MIXED_KINDS])
+        pick = torch.randint(0, len(MIXED_KINDS), (1, rows, 1), generator=gen).expand(1, rows, m)
+        return parts.gather(0, pick)[0].reshape(shape).to(device)
     fi = torch.finfo(dtype)
     u = torch.rand(n, generator=gen, dtype=torch.float64)
     sign = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0).double()
@@ -66,6 +73,7 @@ def make_rows(kind, shape, dtype, device, gen):
 
 KINDS = ["randn", "uniform", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal"]
+MIXED_KINDS = KINDS + ["few_ulps", "heavy_tail", "outliers", "ascending"]
 
 
 def bits(t):

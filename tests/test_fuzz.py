@@ -1,8 +1,9 @@
 """Seeded randomized differential testing of rtopk.rtopk and rtopk.topk.
 
 Every case draws a rank, shape (row lengths from 1 to 300,000, primes and 2^n +- 1 included), dtype,
-k, mode and row distribution. Exact mode must equal the plain-torch reference; every mode must keep
-its invariants; on a GPU the CUDA result must equal the CPU result bit for bit. A failure prints a
+k, mode and row distribution (one for all rows, or "mixed": each row its own, so that rows of different
+kinds share a warp). Exact mode must equal the plain-torch reference; every mode must keep its
+invariants; on a GPU the CUDA result must equal the CPU result bit for bit. A failure prints a
 reproducer. RTOPK_FUZZ_CASES sets the number of cases (default 2,000 on the CPU, 20,000 with CUDA),
 RTOPK_FUZZ_SEED the seed.
 """
@@ -20,7 +21,7 @@ SEED = int(os.environ.get("RTOPK_FUZZ_SEED", "20261120"))
 CASES = int(os.environ.get("RTOPK_FUZZ_CASES", "20000" if HAS_CUDA else "2000"))
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 DISTS = ["randn", "uniform", "ties", "equal", "inf", "nan", "all_nan", "neg_inf_heavy", "signed_zeros", "near_max",
-         "denormal", "few_ulps", "ascending", "descending", "heavy_tail", "outliers"]
+         "denormal", "few_ulps", "ascending", "descending", "heavy_tail", "outliers", "mixed", "mixed"]
 SPECIAL_M = [1, 2, 3, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1023, 1025, 2047, 2048,
              2049, 4095, 4097, 8191, 8192, 8193, 11264, 11265, 16385, 65537, 131071, 300000]
 PRIMES = [5, 7, 97, 101, 509, 1021, 2039, 4093, 7919, 10007]
