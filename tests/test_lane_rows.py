@@ -1,10 +1,10 @@
-"""Rows of 193..256 elements in exact mode, which the CUDA backend gives to its four-lane kernel (four lanes a
-row, eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the
-warp kernel's row body in the same launch): against the plain-torch reference bit for bit, in index order,
-largest (rtopk.rtopk) and smallest (rtopk.topk, unsorted), every row length from 193 to 256 that changes the
-padding or the load path, row counts not a multiple of eight, k on both sides of 64 (above it the kernel
-takes only launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.  Skipped without
-CUDA."""
+"""Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
+eight rows a warp; 449..512 with eight lanes a row, four rows a warp, once kLaneEight dispatches them; rows it does
+not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's row body in the same
+launch): against the plain-torch reference bit for bit, in index order (largest by rtopk.rtopk, smallest by
+rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change the padding or the
+load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the kernel takes only
+launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.  Skipped without CUDA."""
 
 import pytest
 import torch
@@ -18,6 +18,8 @@ pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 256: the vector path; 252 / 200: whole vectors, padding; 193 / 197 / 255: vectors across rows and chunks.
 LENGTHS = [193, 197, 200, 252, 255, 256]
+# Eight lanes a row (once dispatched, kLaneEight): 449 / 453 / 470 / 511: vectors across rows and chunks, padding.
+LENGTHS += [449, 453, 470, 500, 511, 512]
 KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
 MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
@@ -93,7 +95,7 @@ def test_lane_rows_match_reference(dtype, M):
 def test_lane_rows_large_k_many_rows(dtype):
     """k of 65..128 (the kernel's upper range) on 2^17 + 3 rows."""
     gen = torch.Generator().manual_seed(77)
-    for M in (256, 201):
+    for M in (256, 201, 512):
         x = lane_rows("randn", (MANY, M), dtype, gen)
         # Some rows crowded (heavy tail), some with NaN / inf: the fallback inside the same warps.
         x[::3] = x[::3] ** 5
@@ -114,7 +116,7 @@ def test_lane_rows_mixed_warps(dtype):
     gen = torch.Generator().manual_seed(5)
     kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps", "near_max",
              "denormal"]
-    for M in (256, 230):
+    for M in (256, 230, 512, 470):
         parts = [lane_rows(kind, (1, M), dtype, gen) for _ in range(60) for kind in kinds]
         x = torch.cat(parts)  # 660 rows, kinds cycling through each block of eight
         for k in (1, 8, 32, 64):
@@ -128,7 +130,7 @@ def test_lane_rows_crowded_levels(dtype, kind):
     """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
     levels of the four-lane path (or its fallback) against the reference, largest and smallest."""
     gen = torch.Generator().manual_seed(31 + DTYPES.index(dtype))
-    for M in (256, 203):
+    for M in (256, 203, 512, 460):
         x = crowded_rows(kind, (1003, M), dtype, gen)
         for k in (3, 20, 40, 64):
             ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
@@ -160,7 +162,7 @@ def test_lane_rows_nonfinite(dtype):
     for the smallest, equal keys by index, and a NaN's payload comes back as given (values compared bit for
     bit)."""
     gen = torch.Generator().manual_seed(23 + DTYPES.index(dtype))
-    for M in (256, 230):
+    for M in (256, 230, 512, 481):
         x = nonfinite_rows((1003, M), dtype, gen)
         for k in (1, 3, 20, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
@@ -170,7 +172,7 @@ def test_lane_rows_nonfinite(dtype):
 def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
     """A value repeated around the k-th rank, spread over the four lanes: the lowest indices are taken."""
     gen = torch.Generator().manual_seed(11)
-    for M in (256, 199):
+    for M in (256, 199, 497):
         x = torch.randn(4096, M, generator=gen, dtype=torch.float64)
         x = torch.where(torch.rand(4096, M, generator=gen) < 0.1, torch.full_like(x, 0.25), x)
         for k in (10, 40, 64):
@@ -185,7 +187,7 @@ def test_lane_rows_sorted_bucket_fill(dtype):
     times (its bucket-mates ranked by index; more than 16 in a bucket: the row goes to the fallback), beside
     coarse rows whose buckets hold a few distinct values each."""
     gen = torch.Generator().manual_seed(41 + DTYPES.index(dtype))
-    for M in (256, 210):
+    for M in (256, 210, 512):
         x = torch.randn(1003, M, generator=gen, dtype=torch.float64)
         reps = torch.tensor([2, 15, 16, 17, 40])[torch.arange(1003) % 5]
         for r in range(1003):

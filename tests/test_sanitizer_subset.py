@@ -96,12 +96,13 @@ def test_stream_rows(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows(dtype):
-    """The four-lane kernel (exact, 193..256 elements): fast rows, crowded rows narrowed by its later bucket
-    levels or left to its fallback, NaN rows, a last warp of 5 rows; index order and rank order."""
+    """The lane kernel (exact, 193..256 elements four lanes a row, 449..512 eight once dispatched): fast rows,
+    crowded rows narrowed by its later bucket levels or left to its fallback, NaN rows, a last warp of 5 rows;
+    index order and rank order."""
     from test_lane_rows import crowded_rows
 
     gen = torch.Generator().manual_seed(17)
-    for M in (256, 203):
+    for M in (256, 203, 512, 457):
         kinds = [make_rows(kind, (13, M), dtype, "cpu", gen) for kind in ("randn", "heavy_tail", "nan")]
         kinds += [crowded_rows(kind, (13, M), dtype, gen).cpu() for kind in ("nested", "deep")]
         x = torch.stack([kinds[r % 5][r] for r in range(13)])

@@ -1,4 +1,6 @@
-// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel).
+// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel; the
+// same with eight lanes a row, four rows a warp and 16-bit bucket counters for rows of 449..512 is
+// written but not dispatched yet: kLaneEight).
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -36,55 +38,76 @@
 namespace rtopk {
 namespace cuda_detail {
 
-constexpr int kLaneG = 4;                   // lanes a row
-constexpr int kLaneE = 64;                  // elements a lane, contiguous
-constexpr int kLaneRows = 32 / kLaneG;      // rows a warp
-constexpr int kLaneCols = kLaneG * kLaneE;  // longest row
-constexpr int kLaneMinCols = 193;           // shorter rows: fewer values a lane in the warp kernel
+constexpr int kLaneE = 64;  // elements a lane, contiguous
 constexpr int kLaneMaxK = kStageK;
 // Staging, in 32-bit words: a lane's 64 elements 68 words apart (68 = 4 mod 32: the group reads of
-// 16 bytes a lane fall in distinct banks), a row's 4 chunks 272 words apart.
+// 16 bytes a lane fall in distinct banks), a row's G chunks G * 68 words apart.
 constexpr int kLaneChunk = kLaneE + 4;
-constexpr int kLaneRowWords = kLaneG * kLaneChunk;
-constexpr int kLaneStageWords = kLaneRows * kLaneRowWords;
-// After the staging, per warp: a row's 256 byte counters in 64 words (the rows' counters at
-// 256-byte steps: an atomic's word address is one OR), then the member lists (32 values and 32
-// 64-bit keys a row); the output indices (16-bit, kLaneOutStride a row) reuse both once b*'s
+constexpr int kLaneStageWords = 32 * kLaneChunk;
+
+// A row's shape: G lanes a row (4: rows of 193..256 elements; 8: 449..512), 32 / G rows a warp.
+template <int G>
+struct LaneCfg {
+  static_assert(G == 4 || G == 8, "four or eight lanes a row");
+  static constexpr int kRows = 32 / G;                 // rows a warp
+  static constexpr int kCols = G * kLaneE;             // longest row
+  static constexpr int kLogCols = G == 4 ? 8 : 9;      // log2(kCols)
+  static constexpr int kMinCols = kCols - kLaneE + 1;  // shorter: the warp kernel (one lane padded)
+  static constexpr int kRowWords = G * kLaneChunk;
+  // Bytes a bucket counter: a row that is not one key has at most kCols - 1 elements in a bucket.
+  static constexpr int kW = kCols <= 256 ? 1 : 2;
+  static constexpr int kHistWords = 64 * kW;  // a row's 256 counters
+  static constexpr unsigned kGroupBits = (1u << G) - 1u;
+  static constexpr unsigned kFirstLanes = G == 4 ? 0x11111111u : 0x01010101u;  // lane 0 of each row
+  static constexpr int kVpt = kCols / 32;  // the fallback row body's values a lane
+};
+
+// After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
+// 256 * kW-byte steps: an atomic's word address is one OR), then the member lists (32 values and
+// 32 64-bit keys a row); the output indices (16-bit, kLaneOutStride a row) reuse both once b*'s
 // members are ranked.
-constexpr int kLaneHistWords = kLaneCols / 4;
-constexpr int kLaneListAt = kLaneRows * kLaneHistWords;
+constexpr int kLaneListAt = 512;
+static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneListAt &&
+                  LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt,
+              "the rows' counters fill the first part");
 constexpr int kLaneOutStride = kLaneMaxK + 8;
-constexpr int kLaneAuxWords = kLaneListAt + kLaneRows * 64;
+constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
-static_assert(kLaneRows * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
+static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
 // Rank-ordered output (kSorted): the first level's counters are kept for the bucket starts, so the
 // crowded levels count in the member lists' words; once the members are ranked, those words hold
 // each row's taken columns grouped by bucket (the scatter list) and its columns in rank order,
 // kLaneMaxK bytes a row each (bytes from aux).
 constexpr int kLaneScatterAt = 4 * kLaneListAt;
-constexpr int kLaneRankedAt = kLaneScatterAt + kLaneRows * kLaneMaxK;
-static_assert(kLaneRankedAt + kLaneRows * kLaneMaxK <= 4 * kLaneAuxWords, "sorted lists fit");
-static_assert(kLaneRows * kLaneHistWords <= kLaneAuxWords - kLaneListAt, "crowded counters fit");
+constexpr int kLaneRankedAt = kLaneScatterAt + 8 * kLaneMaxK;
+static_assert(kLaneRankedAt + 8 * kLaneMaxK <= 4 * kLaneAuxWords, "sorted lists fit");
+static_assert(kLaneListAt <= kLaneAuxWords - kLaneListAt, "crowded counters fit");
 // A row with more taken elements in one bucket goes to the fallback (each ranks against all its
 // bucket-mates).
 constexpr int kLaneSortFill = 16;
 // The largest k whose rank-ordered output the four-lane kernel gives; above it the sorted call
 // takes the warp kernel.  0: written (notes v35) but not dispatched until measured on the H200.
 constexpr int kLaneSortedMaxK = 0;
-static_assert((kLaneStageWords * 4) % 256 == 0 && (kLaneWarpWords * 4) % 256 == 0,
-              "counters 256-byte aligned");
+// Eight lanes a row (rows of 449..512): written (notes v35), not dispatched until tested and
+// measured on the H200.
+constexpr bool kLaneEight = false;
+static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
+              "counters 512-byte aligned");
 
-// The value kernel's buffers for the rows this path leaves (8 values a lane, unsorted), placed
-// over the staging once the warp's 8 rows are flushed.
-using LaneFallback = WarpValueBufs<8, false>;
-constexpr int kFbValAt = 0;
-constexpr int kFbIdxAt = kFbValAt + kCandBuf;
-constexpr int kFbOvAt = kFbIdxAt + kCandBuf;
-constexpr int kFbOiAt = kFbOvAt + LaneFallback::kStageRow;
-constexpr int kFbSortAt = kFbOiAt + LaneFallback::kStageRow;
-static_assert(kFbOvAt % 4 == 0 && kFbSortAt % 4 == 0, "16-byte aligned fallback buffers");
-static_assert(kFbSortAt + 2 * LaneFallback::kSortSlots <= kLaneStageWords, "fallback fits");
+// The value kernel's buffers for the rows this path leaves (VPT values a lane), placed over the
+// staging once the warp's rows are flushed.
+template <int VPT, bool kSorted>
+struct LaneFallback {
+  using B = WarpValueBufs<VPT, kSorted>;
+  static constexpr int kValAt = 0;
+  static constexpr int kIdxAt = kValAt + kCandBuf;
+  static constexpr int kOvAt = kIdxAt + kCandBuf;
+  static constexpr int kOiAt = kOvAt + B::kStageRow;
+  static constexpr int kSortAt = kOiAt + B::kStageRow;
+  static_assert(kOvAt % 4 == 0 && kSortAt % 4 == 0, "16-byte aligned fallback buffers");
+  static_assert(kSortAt + 2 * B::kSortSlots <= kLaneStageWords, "fallback fits");
+};
 
 __device__ __forceinline__ float lane_max_nan(float a, float b) {
   float r;
@@ -97,12 +120,14 @@ __device__ __forceinline__ float lane_min_nan(float a, float b) {
   return r;
 }
 
-// Inclusive sum over the row's 4 lanes (l: the lane's place in its group).
+// Inclusive sum over the row's G lanes (l: the lane's place in its group).
+template <int G>
 __device__ __forceinline__ int lane_group_inclusive(int v, int l) {
-  int t = __shfl_up_sync(kFullMask, v, 1, kLaneG);
-  v += l >= 1 ? t : 0;
-  t = __shfl_up_sync(kFullMask, v, 2, kLaneG);
-  v += l >= 2 ? t : 0;
+#pragma unroll
+  for (int o = 1; o < G; o *= 2) {
+    const int t = __shfl_up_sync(kFullMask, v, o, G);
+    v += l >= o ? t : 0;
+  }
   return v;
 }
 
@@ -131,8 +156,9 @@ __device__ __forceinline__ void lane_unpack(const uint4& raw, float* f) {
 }
 
 // Word of element c of staged row rr.
+template <int G>
 __device__ __forceinline__ int lane_stage_at(int rr, int c) {
-  return rr * kLaneRowWords + (c >> 6) * kLaneChunk + (c & 63);
+  return rr * LaneCfg<G>::kRowWords + (c >> 6) * kLaneChunk + (c & 63);
 }
 
 // Four loaded elements as directed floats into 16-byte aligned staging words.  (One 16-byte
@@ -158,15 +184,16 @@ __device__ __forceinline__ int lane_opaque(int x) {
 // Stages the warp's rows (nrows of them from src, contiguous) as directed floats; rows past
 // nrows as zeros; the slots past cols as copies of the row's first element (kept out of the
 // counts and the selection by the caller).  src is 16-byte aligned (the launch checks it).
-template <typename scalar_t, bool kLargest>
+template <typename scalar_t, int G, bool kLargest>
 __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src, int nrows,
                                                 int cols, float* sf) {
   using E = Elem<scalar_t>;
+  using C = LaneCfg<G>;
   constexpr int VW = 16 / sizeof(scalar_t);
-  constexpr int kLoads = kLaneRows * kLaneCols / VW / 32;  // 16-byte loads a lane, at most
+  constexpr int kLoads = C::kRows * C::kCols / VW / 32;  // 16-byte loads a lane, at most
   const int lane = threadIdx.x & 31;
   const uint4* src4 = reinterpret_cast<const uint4*>(src);
-  if (nrows == kLaneRows && cols == kLaneCols) {
+  if (nrows == C::kRows && cols == C::kCols) {
     // Every load first, then the stores: 16 (fp32) or 8 (16-bit) 16-byte loads a lane in flight.
     uint4 raw[kLoads];
 #pragma unroll
@@ -178,12 +205,13 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
       lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
       for (int q = 0; q < VW; q += 4)
-        lane_store4<kLargest>(sf + lane_stage_at(e >> 8, (e & 255) + q), f + q);
+        lane_store4<kLargest>(sf + lane_stage_at<G>(e >> C::kLogCols, (e & (C::kCols - 1)) + q),
+                              f + q);
     }
-  } else if (nrows == kLaneRows) {
+  } else if (nrows == C::kRows) {
     // 8 * cols elements: a whole number of 16-byte vectors, all loaded before the first store.
     // The vectors' (row, column) stepped by 32 * VW elements (at most two rows a step).
-    const int nvec = kLaneRows * cols / VW;
+    const int nvec = C::kRows * cols / VW;
     uint4 raw[kLoads];
 #pragma unroll
     for (int i = 0; i < kLoads; ++i)
@@ -202,7 +230,7 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
         lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
         for (int q = 0; q < VW; q += 4)
-          lane_store4<kLargest>(sf + lane_stage_at(rr, c0 + q), f + q);
+          lane_store4<kLargest>(sf + lane_stage_at<G>(rr, c0 + q), f + q);
         c0 += 32 * VW;
 #pragma unroll
         for (int t = 0; t < 2; ++t)
@@ -220,7 +248,8 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
 #pragma unroll
         for (int q = 0; q < VW; ++q) {
           const bool next = c0 + q >= cols;  // (VW < cols: at most one row boundary)
-          sf[lane_stage_at(rr + int(next), c0 + q - (next ? cols : 0))] = directed<kLargest>(f[q]);
+          sf[lane_stage_at<G>(rr + int(next), c0 + q - (next ? cols : 0))] =
+              directed<kLargest>(f[q]);
         }
         c0 += 32 * VW;
 #pragma unroll
@@ -235,20 +264,21 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
     // The last, partial block of rows: element by element, rows past nrows zero.
     const int n = nrows * cols;
     const float inv_cols = 1.f / float(cols);
-    for (int e = lane; e < kLaneRows * cols; e += 32) {
+    for (int e = lane; e < C::kRows * cols; e += 32) {
       const int r = int((float(e) + 0.5f) * inv_cols);
-      sf[lane_stage_at(r, e - r * cols)] = e < n ? directed<kLargest>(E::to_compute(src[e])) : 0.f;
+      sf[lane_stage_at<G>(r, e - r * cols)] =
+          e < n ? directed<kLargest>(E::to_compute(src[e])) : 0.f;
     }
   }
-  if (cols < kLaneCols) {
+  if (cols < C::kCols) {
     __syncwarp();
     // The rows' first elements read before any padding store (the loads issue together).
-    float first[kLaneRows];
+    float first[C::kRows];
 #pragma unroll
-    for (int rr = 0; rr < kLaneRows; ++rr) first[rr] = sf[lane_stage_at(rr, 0)];
+    for (int rr = 0; rr < C::kRows; ++rr) first[rr] = sf[lane_stage_at<G>(rr, 0)];
 #pragma unroll
-    for (int rr = 0; rr < kLaneRows; ++rr)
-      for (int c = cols + lane; c < kLaneCols; c += 32) sf[lane_stage_at(rr, c)] = first[rr];
+    for (int rr = 0; rr < C::kRows; ++rr)
+      for (int c = cols + lane; c < C::kCols; c += 32) sf[lane_stage_at<G>(rr, c)] = first[rr];
   }
   __syncwarp();
 }
@@ -278,47 +308,67 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
   }
 }
 
-// The bucket of the kk-th element of a row (kk >= 1, the same in the row's four lanes) from its 256
-// byte counters: the lanes' totals over their 64 buckets (reads rotated: distinct bank quads), the
-// group scan, the owner lane's 64 buckets split over the group and a second scan.  Called by the
-// whole warp (its shuffles); found is false when the counts hold fewer than kk elements.
+// The bucket of the kk-th element of a row (kk >= 1, the same in the row's G lanes) from its 256
+// counters (kW bytes each): the lanes' totals over their 256 / G buckets (reads rotated: distinct
+// bank quads), the group scan, the owner lane's buckets split over the group and a second scan.
+// Called by the whole warp (its shuffles); found is false when the counts hold fewer than kk
+// elements.
 struct LaneCut {
   int bstar, nn, chi;  // the bucket, its count, the count of the buckets before it
   bool found;
 };
+template <int G>
 __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk, int g, int l) {
-  const int rot = (l >> 1) + 2 * (g & 1);
+  using C = LaneCfg<G>;
+  // Both shapes: a lane's buckets in 16 words (64 bytes or 32 halves).
+  const int rot = G == 4 ? (l >> 1) + 2 * (g & 1) : (l >> 1);
   int tot = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
-    tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
-    tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
-    tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
-    tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
+    if constexpr (C::kW == 1) {
+      tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
+      tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
+      tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
+      tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
+    } else {
+      tot = int(__dp2a_lo(q.x, 0x0101u, uint32_t(tot)));
+      tot = int(__dp2a_lo(q.y, 0x0101u, uint32_t(tot)));
+      tot = int(__dp2a_lo(q.z, 0x0101u, uint32_t(tot)));
+      tot = int(__dp2a_lo(q.w, 0x0101u, uint32_t(tot)));
+    }
   }
-  const int inc = lane_group_inclusive(tot, l);
+  const int inc = lane_group_inclusive<G>(tot, l);
   const int ol =
-      __ffs((__ballot_sync(kFullMask, inc - tot < kk && kk <= inc) >> (kLaneG * g)) & 0xFu) - 1;
-  const int oexc = __shfl_sync(kFullMask, inc - tot, kLaneG * g + (ol & 3));
-  uint32_t c[16];
-  {
+      __ffs((__ballot_sync(kFullMask, inc - tot < kk && kk <= inc) >> (G * g)) & C::kGroupBits) - 1;
+  const int oexc = __shfl_sync(kFullMask, inc - tot, G * g + (ol & (G - 1)));
+  // The owner's 256 / G buckets, 256 / G^2 a lane (16 bytes or 4 halves).
+  constexpr int kB = 256 / (G * G);
+  uint32_t c[kB];
+  if constexpr (C::kW == 1) {
     const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
     const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
+  } else {
+    const uint2 q = *reinterpret_cast<const uint2*>(hrow + 16 * (ol & (G - 1)) + 2 * l);
+    c[0] = q.x & 0xFFFFu;
+    c[1] = q.x >> 16;
+    c[2] = q.y & 0xFFFFu;
+    c[3] = q.y >> 16;
   }
   int st = 0;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) st += int(c[i]);
-  const int inc2 = lane_group_inclusive(st, l) + oexc;
+  for (int i = 0; i < kB; ++i) st += int(c[i]);
+  const int inc2 = lane_group_inclusive<G>(st, l) + oexc;
   const int sl =
-      __ffs((__ballot_sync(kFullMask, inc2 - st < kk && kk <= inc2) >> (kLaneG * g)) & 0xFu) - 1;
+      __ffs((__ballot_sync(kFullMask, inc2 - st < kk && kk <= inc2) >> (G * g)) & C::kGroupBits) -
+      1;
   int run = inc2 - st, bs = 0, nn = 0, chi = 0;
 #pragma unroll
-  for (int m = 0; m < 16; ++m) {
+  for (int m = 0; m < kB; ++m) {
     const int nr = run + int(c[m]);
     const bool hit = run < kk && kk <= nr;
     bs = hit ? m : bs;
@@ -326,9 +376,9 @@ __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk,
     chi = hit ? run : chi;
     run = nr;
   }
-  const int src = kLaneG * g + (sl & 3);
+  const int src = G * g + (sl & (G - 1));
   LaneCut r;
-  r.bstar = 64 * (ol & 3) + 16 * (sl & 3) + __shfl_sync(kFullMask, bs, src);
+  r.bstar = (256 / G) * (ol & (G - 1)) + kB * (sl & (G - 1)) + __shfl_sync(kFullMask, bs, src);
   r.nn = __shfl_sync(kFullMask, nn, src);
   r.chi = __shfl_sync(kFullMask, chi, src);
   r.found = ol >= 0 && sl >= 0;
@@ -364,26 +414,40 @@ __device__ __forceinline__ uint32_t lane_first_bits(uint32_t m, int q) {
   return m & ((2u << p) - 1u);
 }
 
-// Adds n to the byte counter of bucket `bits & 0xFF` (u's bits) among a row's counters at hbase
-// (n wraps: 0u - c takes c back).
+// The word (a byte offset from the row's counters) and the shift of bucket `bits & 0xFF` (u's
+// bits) among counters of W bytes.
+template <int W>
+__device__ __forceinline__ uint32_t lane_counter_word(uint32_t bits) {
+  return W == 1 ? bits & 0xFCu : (bits << 1) & 0x1FCu;
+}
+template <int W>
+__device__ __forceinline__ uint32_t lane_counter_add(uint32_t bits, uint32_t n) {
+  // n << the counter's bit offset: 8 (b mod 4) for bytes, 16 (b mod 2) for halves.
+  return __funnelshift_l(0u, n, bits << (W == 1 ? 3 : 4));
+}
+
+// Adds n to the counter of bucket `bits & 0xFF` among a row's counters at hbase (n wraps: 0u - c
+// takes c back).
+template <int W>
 __device__ __forceinline__ void lane_count(uint32_t hbase, uint32_t bits, uint32_t n) {
-  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | (bits & 0xFCu)),
-               "r"(__funnelshift_l(0u, n, bits << 3))
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | lane_counter_word<W>(bits)),
+               "r"(lane_counter_add<W>(bits, n))
                : "memory");
 }
 
 // lane_count of one, predicated inside the asm (as `if (p) lane_count(...)` the compiler branched
 // an element, which cost more).
+template <int W>
 __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
   asm volatile(
       "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.u32 [%0], %1;\n\t}" ::"r"(
-          hbase | (bits & 0xFCu)),
-      "r"(__funnelshift_l(0u, 1u, bits << 3)), "r"(uint32_t(p))
+          hbase | lane_counter_word<W>(bits)),
+      "r"(lane_counter_add<W>(bits, 1u)), "r"(uint32_t(p))
       : "memory");
 }
 
-// Resolves crowded rows inside the four-lane path.  Each level: the members' min and max (equal:
-// the first `need` by index, done), 256 byte counters over that range (the same bucket map as the
+// Resolves crowded rows inside the lane path.  Each level: the members' min and max (equal:
+// the first `need` by index, done), 256 counters over that range (the same bucket map as the
 // first level, so equal values share a bucket and larger values never come later), the bucket of
 // the need-th member by lane_bucket_cut; the members of the buckets before it are taken, those of
 // it stay members.  Done when at most 32 stay (ranked by the caller) or all are needed.  Each level
@@ -391,6 +455,7 @@ __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, boo
 // leaves float range) is left to the fallback.  Out of line: randn rows do not pay registers for
 // it.  Called by the whole warp; crowded false for rows that have no crowded b*; tied: members
 // known to be equal (NaN or infinite), taken by index at once.
+template <int G>
 static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_t* hrow,
                                                       uint32_t hbase, uint32_t a0, uint32_t a1,
                                                       uint32_t m0, uint32_t m1, int nn, int need,
@@ -414,12 +479,12 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
         }
       }
 #pragma unroll
-    for (int o = 1; o < kLaneG; o *= 2) {
+    for (int o = 1; o < G; o *= 2) {
       lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
       hi = fmaxf(hi, __shfl_xor_sync(kFullMask, hi, o));
     }
     const int mc = __popc(m0) + __popc(m1);
-    const int before = lane_group_inclusive(mc, l) - mc;
+    const int before = lane_group_inclusive<G>(mc, l) - mc;
     if (act && (lo == hi || tied)) {
       // All equal: the lane's share of the first `need`, lowest bits first.
       const int q = min(max(need - before, 0), mc);
@@ -445,11 +510,11 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       const float qv[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int t = 0; t < 4; ++t)
-        lane_count_if(hbase, __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f)),
-                      lane_has(m0, m1, 4 * i + t));
+        lane_count_if<LaneCfg<G>::kW>(hbase, __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f)),
+                                      lane_has(m0, m1, 4 * i + t));
     }
     __syncwarp();
-    const LaneCut cut = lane_bucket_cut(hrow, max(need, 1), g, l);
+    const LaneCut cut = lane_bucket_cut<G>(hrow, max(need, 1), g, l);
     __syncwarp();  // the counters are read (the next level zeroes them)
     // Split: the members of buckets before the cut are taken, those of the cut stay.
     const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
@@ -489,11 +554,14 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
 }
 
-// A row's byte counters as exclusive prefix sums in place (lane l: buckets 64 l .. 64 l + 63): the
-// lanes' totals by a group scan, within a word w * 0x01010101 (each byte the sum of the bytes up
-// to it).  Exact up to b*: the counts before it sum to less than k <= kLaneMaxK, b*'s own is at
-// most 255 and a byte's overflow only carries upward.
+// A row's counters as exclusive prefix sums in place (lane l: buckets 256 / G * l on, in 16
+// words): the lanes' totals by a group scan, within a word w * 0x01010101 (bytes) or
+// w * 0x00010001 (halves): each counter the sum of those up to it.  Exact up to b*: the counts
+// before it sum to less than k <= kLaneMaxK, b*'s own fits its counter and an overflow only
+// carries upward.
+template <int G>
 __device__ __forceinline__ void lane_bucket_starts(uint32_t* hrow, int l) {
+  constexpr int W = LaneCfg<G>::kW;
   uint4* const p = reinterpret_cast<uint4*>(hrow + 16 * l);
   uint32_t w[16];
 #pragma unroll
@@ -506,61 +574,69 @@ __device__ __forceinline__ void lane_bucket_starts(uint32_t* hrow, int l) {
   }
   int tot = 0;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) tot = int(__dp4a(w[i], 0x01010101u, uint32_t(tot)));
-  uint32_t base = uint32_t(lane_group_inclusive(tot, l) - tot);
+  for (int i = 0; i < 16; ++i)
+    tot = W == 1 ? int(__dp4a(w[i], 0x01010101u, uint32_t(tot)))
+                 : int(__dp2a_lo(w[i], 0x0101u, uint32_t(tot)));
+  uint32_t base = uint32_t(lane_group_inclusive<G>(tot, l) - tot);
+  constexpr uint32_t kOnes = W == 1 ? 0x01010101u : 0x00010001u;
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
-    const uint32_t incl = w[i] * 0x01010101u;
-    w[i] = incl - w[i] + base * 0x01010101u;
-    base += incl >> 24;
+    const uint32_t incl = w[i] * kOnes;
+    w[i] = incl - w[i] + base * kOnes;
+    base += incl >> (32 - 8 * W);
   }
 #pragma unroll
   for (int i = 0; i < 4; ++i) p[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
 }
 
-// Adds one to the byte counter of bucket `bits & 0xFF` and returns its value before (a returning
+// Adds one to the counter of bucket `bits & 0xFF` and returns its value before (a returning
 // shared atomic: the element's slot among its bucket's).
+template <int W>
 __device__ __forceinline__ int lane_arrive(uint32_t hbase, uint32_t bits) {
   uint32_t old;
   asm volatile("atom.shared.add.u32 %0, [%1], %2;"
                : "=r"(old)
-               : "r"(hbase | (bits & 0xFCu)), "r"(__funnelshift_l(0u, 1u, bits << 3))
+               : "r"(hbase | lane_counter_word<W>(bits)), "r"(lane_counter_add<W>(bits, 1u))
                : "memory");
-  return int((old >> ((bits & 3u) * 8u)) & 0xFFu);
+  return W == 1 ? int((old >> ((bits & 3u) * 8u)) & 0xFFu)
+                : int((old >> ((bits & 1u) * 16u)) & 0xFFFFu);
 }
 
-template <typename scalar_t, bool kLargest, bool kSorted>
+template <typename scalar_t, int G, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
   using E = Elem<scalar_t>;
-  __shared__ __align__(256) uint32_t smem[kLaneBlockWarps][kLaneWarpWords];
+  using C = LaneCfg<G>;
+  constexpr int W = C::kW;
+  using FB = LaneFallback<C::kVpt, kSorted>;
+  __shared__ __align__(256 * W) uint32_t smem[kLaneBlockWarps][kLaneWarpWords];
   const int lane = threadIdx.x & 31;
   // (Through a shuffle: the block loop is warp-uniform, see warp_values_kernel.)
   const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
-  const int g = lane / kLaneG, l = lane % kLaneG;
+  const int g = lane / G, l = lane % G;
   float* const sf = reinterpret_cast<float*>(smem[warp]);
   uint32_t* const aux = smem[warp] + kLaneStageWords;
-  const float* const vrow = sf + g * kLaneRowWords + l * kLaneChunk;  // this lane's 64 elements
+  const float* const vrow = sf + g * C::kRowWords + l * kLaneChunk;  // this lane's 64 elements
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
-  const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * uint32_t(g);
+  const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
   uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
   uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
-  const int npad = kLaneCols - cols;
-  // Lane 3's slots from cols - 192 on are padding.
-  const int nreal = l == kLaneG - 1 ? cols - (kLaneG - 1) * kLaneE : kLaneE;
+  const int npad = C::kCols - cols;
+  // The last lane's slots from cols - 64 (G - 1) on are padding.
+  const int nreal = l == G - 1 ? cols - (G - 1) * kLaneE : kLaneE;
   const uint32_t valid0 = nreal >= 32 ? ~0u : (1u << nreal) - 1u;
   const uint32_t valid1 = nreal >= 64 ? ~0u : nreal <= 32 ? 0u : (1u << (nreal - 32)) - 1u;
-  // e / k for e < kLaneRows * kLaneMaxK by a multiply.
+  // e / k for e < C::kRows * kLaneMaxK by a multiply.
   const uint32_t inv_k = ((1u << 20) + uint32_t(k) - 1u) / uint32_t(k);
-  const int64_t nblk = (rows + kLaneRows - 1) / kLaneRows;
+  const int64_t nblk = (rows + C::kRows - 1) / C::kRows;
 
   for (int64_t blk = int64_t(blockIdx.x) * kLaneBlockWarps + warp; blk < nblk;
        blk += int64_t(gridDim.x) * kLaneBlockWarps) {
-    const int64_t r0 = blk * kLaneRows;
-    const int nrows = int(min(int64_t(kLaneRows), rows - r0));
-    lane_stage_rows<scalar_t, kLargest>(in + r0 * cols, nrows, cols, sf);
+    const int64_t r0 = blk * C::kRows;
+    const int nrows = int(min(int64_t(C::kRows), rows - r0));
+    lane_stage_rows<scalar_t, G, kLargest>(in + r0 * cols, nrows, cols, sf);
     float u[kLaneE];
 #pragma unroll
     for (int i = 0; i < kLaneE / 4; ++i) {
@@ -578,7 +654,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       mx = lane_max_nan(mx, u[j]);
     }
 #pragma unroll
-    for (int o = 1; o < kLaneG; o *= 2) {
+    for (int o = 1; o < G; o *= 2) {
       mn = lane_min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
       mx = lane_max_nan(mx, __shfl_xor_sync(kFullMask, mx, o));
     }
@@ -608,7 +684,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         fmx = fin ? fmaxf(fmx, u[j]) : fmx;
       }
 #pragma unroll
-      for (int o = 1; o < kLaneG; o *= 2) {
+      for (int o = 1; o < G; o *= 2) {
         fmn = fminf(fmn, __shfl_xor_sync(kFullMask, fmn, o));
         fmx = fmaxf(fmx, __shfl_xor_sync(kFullMask, fmx, o));
       }
@@ -638,7 +714,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       ncls[1] = __popc(pinfm[0]) + __popc(pinfm[1]);
       ncls[2] = kLaneE - __popc(finm[0]) - __popc(finm[1]) - ncls[0] - ncls[1];
 #pragma unroll
-      for (int o = 1; o < kLaneG; o *= 2) {
+      for (int o = 1; o < G; o *= 2) {
         bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
         bmx = fmaxf(bmx, __shfl_xor_sync(kFullMask, bmx, o));
       }
@@ -653,11 +729,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     }
     if constexpr (kSorted) {
       // Kept for the rank order in the lane's spare staging words (in registers they spilled).
-      sf[g * kLaneRowWords + l * kLaneChunk + kLaneE] = mtop;
-      sf[g * kLaneRowWords + l * kLaneChunk + kLaneE + 1] = mscale;
+      sf[g * C::kRowWords + l * kLaneChunk + kLaneE] = mtop;
+      sf[g * C::kRowWords + l * kLaneChunk + kLaneE + 1] = mscale;
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
-    const float upad = __shfl_sync(kFullMask, u[0], kLaneG * g);
+    const float upad = __shfl_sync(kFullMask, u[0], G * g);
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
     // to the fallback.
     unsigned okmask = 0u;
@@ -666,36 +742,36 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       // equal holds more than 255 of its 256 slots).
 #pragma unroll
       for (int i = 0; i < 4; ++i)
-        *reinterpret_cast<uint4*>(aux + kLaneHistWords * g + 16 * l + 4 * i) =
+        *reinterpret_cast<uint4*>(aux + C::kHistWords * g + 16 * l + 4 * i) =
             make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
       if (nonfinite) {
 #pragma unroll
         for (int j = 0; j < kLaneE; ++j)
-          lane_count_if(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
+          lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
         const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
           const uint32_t bits = __float_as_uint(cb[c]);
-          if (ok && ncls[c] > 0) lane_count(hbase, bits, uint32_t(ncls[c]));
+          if (ok && ncls[c] > 0) lane_count<W>(hbase, bits, uint32_t(ncls[c]));
         }
       } else {
 #pragma unroll
         for (int j = 0; j < kLaneE; ++j) {
           const uint32_t bits = __float_as_uint(u[j]);
           if (ok)
-            lane_count(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
+            lane_count<W>(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
         }
       }
-      if (ok && npad > 0 && l == kLaneG - 1) {
+      if (ok && npad > 0 && l == G - 1) {
         // The padding slots copy the row's first element: take them back out of its bucket.
         const uint32_t bits = __float_as_uint(upad);
-        lane_count(hbase, bits, 0u - uint32_t(npad));
+        lane_count<W>(hbase, bits, 0u - uint32_t(npad));
       }
       __syncwarp();
       // b*, the bucket of the k-th element.
-      uint32_t* const hrow = aux + kLaneHistWords * g;
-      const LaneCut cut = lane_bucket_cut(hrow, k, g, l);
+      uint32_t* const hrow = aux + C::kHistWords * g;
+      const LaneCut cut = lane_bucket_cut<G>(hrow, k, g, l);
       const int bstar = cut.bstar;
       int nn = cut.nn;
       int need = k - cut.chi;  // b*'s members to take: 1 <= need <= nn
@@ -722,8 +798,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         // (Sorted output: the first level's counters are kept for the bucket starts, the levels
         // count in the member lists' words.)
         constexpr int kAt = kSorted ? kLaneListAt : 0;
-        const LaneCrowd t = lane_crowded(vrow, hrow + kAt, hbase + 4u * kAt, a[0], a[1],
-                                         w[0] & ~a[0], w[1] & ~a[1], nn, need, crowded, tied, g, l);
+        const LaneCrowd t =
+            lane_crowded<G>(vrow, hrow + kAt, hbase + 4u * kAt, a[0], a[1], w[0] & ~a[0],
+                            w[1] & ~a[1], nn, need, crowded, tied, g, l);
         if (crowded && t.resolved) {
           a[0] = t.a0;
           a[1] = t.a1;
@@ -741,7 +818,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       if (__any_sync(kFullMask, part)) {
         const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
         const int mc = __popc(mem0) + __popc(mem1);
-        int pos = lane_group_inclusive(mc, l) - mc;
+        int pos = lane_group_inclusive<G>(mc, l) - mc;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           uint32_t mm = h ? mem1 : mem0;
@@ -752,7 +829,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
           }
         }
         // (An odd list ends with a key below every member: the ranking reads pairs.)
-        if (part && l == kLaneG - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
+        if (part && l == G - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
         __syncwarp();
         const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
 #pragma unroll
@@ -781,9 +858,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
       const uint32_t take1 = equal ? e1 : part ? a[1] : w[1];
       const int tc = __popc(take0) + __popc(take1);
-      const int tinc = lane_group_inclusive(tc, l);
+      const int tinc = lane_group_inclusive<G>(tc, l);
       // (The shuffle outside the && : every lane must take part in it.)
-      const int taken = __shfl_sync(kFullMask, tinc, kLaneG * g + kLaneG - 1);
+      const int taken = __shfl_sync(kFullMask, tinc, G * g + G - 1);
       ok = (ok || equal) && taken == k;
       // Rank order (kSorted).  A row of one key keeps index order.  Otherwise each taken element
       // goes to its bucket's start (the first level's counters as exclusive prefix sums: every
@@ -795,7 +872,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const bool scat = kSorted && ok && !equal;
       const bool any_scat = kSorted && __any_sync(kFullMask, scat);
       if (any_scat) {
-        lane_bucket_starts(hrow, l);
+        lane_bucket_starts<G>(hrow, l);
         __syncwarp();
       }
       // (The bucket of a staged value, as the first level mapped it.)
@@ -817,7 +894,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
             if constexpr (!kSorted)
               so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
             else if (scat)
-              tl[lane_arrive(hbase, bucket_bits(vrow[j]))] = uint8_t(kLaneE * l + j);
+              tl[lane_arrive<W>(hbase, bucket_bits(vrow[j]))] = uint8_t(kLaneE * l + j);
             else
               rl[pos++] = uint8_t(kLaneE * l + j);
           }
@@ -826,14 +903,17 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       if (any_scat) {
         __syncwarp();
         // After the scatter a bucket's counter holds its end, the one before it its start.
-        const uint8_t* const hb = reinterpret_cast<const uint8_t*>(hrow);
+        const auto bucket_end = [&](int b) {
+          return W == 1 ? int(reinterpret_cast<const uint8_t*>(hrow)[b])
+                        : int(reinterpret_cast<const uint16_t*>(hrow)[b]);
+        };
         bool over = false;
         if (scat) {
-          for (int i = l; i < k; i += kLaneG) {
+          for (int i = l; i < k; i += G) {
             const int c = tl[i];
-            const float v = sf[lane_stage_at(g, c)];
+            const float v = sf[lane_stage_at<G>(g, c)];
             const int b = int(bucket_bits(v) & 0xFFu);
-            const int st = b > 0 ? hb[b - 1] : 0, en = hb[b];
+            const int st = b > 0 ? bucket_end(b - 1) : 0, en = bucket_end(b);
             int rank = st;
             if (en - st > kLaneSortFill) {
               over = true;
@@ -844,7 +924,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
               const bool nan = v != v;
               for (int q = st; q < en; ++q) {
                 const int c2 = tl[q];
-                const float v2 = sf[lane_stage_at(g, c2)];
+                const float v2 = sf[lane_stage_at<G>(g, c2)];
                 rank += int(v2 > v || ((v2 == v || nan) && c2 < c));
               }
             }
@@ -852,20 +932,20 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
           }
         }
         // Rows with an over-full bucket: to the fallback.
-        ok = ok && !((__ballot_sync(kFullMask, over) >> (kLaneG * g)) & 0xFu);
+        ok = ok && !((__ballot_sync(kFullMask, over) >> (G * g)) & C::kGroupBits);
       }
       okmask = __ballot_sync(kFullMask, ok);
       __syncwarp();
-      // Flush: the 8 rows' k outputs are contiguous, written coalesced.
+      // Flush: the warp's rows' k outputs are contiguous, written coalesced.
       scalar_t* const ov = out_values + r0 * k;
       int64_t* const oi = out_indices + r0 * k;
       for (int e = lane; e < nrows * k; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20);
-        if (okmask >> (kLaneG * gg) & 1u) {
+        if (okmask >> (G * gg) & 1u) {
           const int idx = kSorted ? int(reinterpret_cast<const uint8_t*>(
                                         aux)[kLaneRankedAt + kLaneMaxK * gg + (e - gg * k)])
                                   : int(so[kLaneOutStride * gg + (e - gg * k)]);
-          const float v = sf[lane_stage_at(gg, idx)];
+          const float v = sf[lane_stage_at<G>(gg, idx)];
           // (NaN re-read: its payload as given.)
           ov[e] = v != v ? in[(r0 + gg) * cols + idx] : E::from_compute(directed<kLargest>(v));
           oi[e] = idx;
@@ -873,52 +953,63 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       }
     }
     __syncwarp();  // the staging is free: the fallback's buffers go there
-    unsigned left = ~okmask & 0x11111111u & (nrows == kLaneRows ? ~0u : (1u << (4 * nrows)) - 1u);
+    unsigned left = ~okmask & C::kFirstLanes & (nrows == C::kRows ? ~0u : (1u << (G * nrows)) - 1u);
     while (left) {
-      const int gg = (__ffs(left) - 1) / kLaneG;
+      const int gg = (__ffs(left) - 1) / G;
       left &= left - 1;
       const int64_t r = r0 + gg;
-      warp_value_row<scalar_t, 8, kLargest, kSorted>(
+      warp_value_row<scalar_t, C::kVpt, kLargest, kSorted>(
           in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f,
-          *reinterpret_cast<LaneFallback::Val*>(sf + kFbValAt),
-          *reinterpret_cast<LaneFallback::Idx*>(sf + kFbIdxAt),
-          *reinterpret_cast<LaneFallback::StageV*>(sf + kFbOvAt),
-          *reinterpret_cast<LaneFallback::StageI*>(sf + kFbOiAt),
-          *reinterpret_cast<LaneFallback::Sort*>(sf + kFbSortAt));
+          *reinterpret_cast<typename FB::B::Val*>(sf + FB::kValAt),
+          *reinterpret_cast<typename FB::B::Idx*>(sf + FB::kIdxAt),
+          *reinterpret_cast<typename FB::B::StageV*>(sf + FB::kOvAt),
+          *reinterpret_cast<typename FB::B::StageI*>(sf + FB::kOiAt),
+          *reinterpret_cast<typename FB::B::Sort*>(sf + FB::kSortAt));
       __syncwarp();
     }
   }
 }
 
-// Whether the four-lane kernel takes a launch: exact mode, rows of 193..256 16/32-bit elements,
-// k <= 128 (rank-ordered output up to kLaneSortedMaxK), a 16-byte aligned input.  Above k = 64
-// only with many rows: there the shipped value kernel was measured as fast or faster at N <= 2^16
-// (notes v32).
+// Whether the lane kernel takes a launch: exact mode, rows of 193..256 16/32-bit elements (four
+// lanes a row; 449..512 with eight once kLaneEight), k <= 128 (rank-ordered output up to
+// kLaneSortedMaxK), a 16-byte aligned input.  Above k = 64 only with many rows: there the shipped
+// value kernel was measured as fast or faster at N <= 2^16 (notes v32).
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
+  const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols;
+  const bool eight = kLaneEight && a.cols >= LaneCfg<8>::kMinCols && a.cols <= LaneCfg<8>::kCols;
   return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
-         (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && a.cols >= kLaneMinCols &&
-         a.cols <= kLaneCols && a.k <= kLaneMaxK && (a.k <= 64 || a.rows >= (int64_t(1) << 17)) &&
+         (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight) &&
+         a.k <= kLaneMaxK && (a.k <= 64 || a.rows >= (int64_t(1) << 17)) &&
          reinterpret_cast<uintptr_t>(in) % 16 == 0;
+}
+
+template <typename scalar_t, int G>
+void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                        cudaStream_t stream) {
+  const int64_t warps = (a.rows + LaneCfg<G>::kRows - 1) / LaneCfg<G>::kRows;
+  const int64_t wanted = (warps + kLaneBlockWarps - 1) / kLaneBlockWarps;
+  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (256 / kLaneBlockWarps);
+  const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
+  auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false>
+                          : lane_rows_kernel<scalar_t, G, false, false>;
+  if constexpr (kLaneSortedMaxK > 1) {
+    if (a.sorted && a.k > 1)
+      kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true>
+                         : lane_rows_kernel<scalar_t, G, false, true>;
+  }
+  kernel<<<grid, kLaneBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
+                                                    static_cast<int>(a.k));
 }
 
 template <typename scalar_t>
 void launch_lane_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
-  const int64_t warps = (a.rows + kLaneRows - 1) / kLaneRows;
-  const int64_t wanted = (warps + kLaneBlockWarps - 1) / kLaneBlockWarps;
-  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (256 / kLaneBlockWarps);
-  const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
-  auto kernel = a.largest ? lane_rows_kernel<scalar_t, true, false>
-                          : lane_rows_kernel<scalar_t, false, false>;
-  if constexpr (kLaneSortedMaxK > 1) {
-    if (a.sorted && a.k > 1)
-      kernel = a.largest ? lane_rows_kernel<scalar_t, true, true>
-                         : lane_rows_kernel<scalar_t, false, true>;
+  if constexpr (kLaneEight) {
+    if (a.cols > LaneCfg<4>::kCols) return launch_lane_rows_g<scalar_t, 8>(in, ov, oi, a, stream);
   }
-  kernel<<<grid, kLaneBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
-                                                    static_cast<int>(a.k));
+  launch_lane_rows_g<scalar_t, 4>(in, ov, oi, a, stream);
 }
 
 }  // namespace cuda_detail
