@@ -33,7 +33,7 @@ def lane_rows(kind, shape, dtype, gen):
     return make_rows(kind, shape, dtype, "cpu", gen).cuda()
 
 
-def crowded_rows(kind, shape, dtype, gen):
+def crowded_rows(kind, shape, dtype, gen, device="cuda"):
     """Rows whose k-th value lies in a crowded bucket again after the first bucket level: a few outliers at
     +-6e4 (the first level's range) and clusters nested inside one bucket.
     nested: 100 values of 1e-3 randn and the rest at 2e-3 + 1e-7 randn (the largest k <= ~150 in the inner
@@ -52,7 +52,7 @@ def crowded_rows(kind, shape, dtype, gen):
                 r(m - 74).abs() * 1e-18]
     x = torch.cat(out, dim=1)
     perm = torch.argsort(torch.rand(n, m, generator=gen), dim=1)
-    return torch.gather(x, 1, perm).to(dtype).cuda()
+    return torch.gather(x, 1, perm).to(dtype).to(device)
 
 
 def check_smallest(x, k, ctx):

@@ -60,6 +60,7 @@ struct LaneCfg {
   static constexpr unsigned kGroupBits = (1u << G) - 1u;
   static constexpr unsigned kFirstLanes = G == 4 ? 0x11111111u : 0x01010101u;  // lane 0 of each row
   static constexpr int kVpt = kCols / 32;  // the fallback row body's values a lane
+  using Col = std::conditional_t<G == 4, uint8_t, uint16_t>;  // a column in the sorted lists
 };
 
 // After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
@@ -78,10 +79,14 @@ static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
 // Rank-ordered output (kSorted): the first level's counters are kept for the bucket starts, so the
 // crowded levels count in the member lists' words; once the members are ranked, those words hold
 // each row's taken columns grouped by bucket (the scatter list) and its columns in rank order,
-// kLaneMaxK bytes a row each (bytes from aux).
+// kLaneMaxK columns a row each (a byte a column with four lanes a row, two with eight; bytes from
+// aux).
 constexpr int kLaneScatterAt = 4 * kLaneListAt;
 constexpr int kLaneRankedAt = kLaneScatterAt + 8 * kLaneMaxK;
 static_assert(kLaneRankedAt + 8 * kLaneMaxK <= 4 * kLaneAuxWords, "sorted lists fit");
+static_assert(LaneCfg<4>::kRows * sizeof(LaneCfg<4>::Col) == 8 &&
+                  LaneCfg<8>::kRows * sizeof(LaneCfg<8>::Col) == 8,
+              "a list holds 8 kLaneMaxK bytes");
 static_assert(kLaneListAt <= kLaneAuxWords - kLaneListAt, "crowded counters fit");
 // A row with more taken elements in one bucket goes to the fallback (each ranks against all its
 // bucket-mates).
@@ -108,17 +113,6 @@ struct LaneFallback {
   static_assert(kOvAt % 4 == 0 && kSortAt % 4 == 0, "16-byte aligned fallback buffers");
   static_assert(kSortAt + 2 * B::kSortSlots <= kLaneStageWords, "fallback fits");
 };
-
-__device__ __forceinline__ float lane_max_nan(float a, float b) {
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
-__device__ __forceinline__ float lane_min_nan(float a, float b) {
-  float r;
-  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-}
 
 // Inclusive sum over the row's G lanes (l: the lane's place in its group).
 template <int G>
@@ -166,19 +160,27 @@ __device__ __forceinline__ int lane_stage_at(int rr, int c) {
 // the address aligned.)
 template <bool kLargest>
 __device__ __forceinline__ void lane_store4(float* p, const float* f) {
+#if defined(__CUDA_ARCH__)
   asm volatile(
       "st.shared.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(uint32_t(__cvta_generic_to_shared(p))),
       "f"(directed<kLargest>(f[0])), "f"(directed<kLargest>(f[1])), "f"(directed<kLargest>(f[2])),
       "f"(directed<kLargest>(f[3]))
       : "memory");
+#else  // (the warp emulator, tests/emu)
+  for (int i = 0; i < 4; ++i) p[i] = directed<kLargest>(f[i]);
+#endif
 }
 
 // An opaque copy of x: what is computed from it is not hoisted out of the row loop (where it
 // would be kept in spilled registers across the loop, notes v34).
 __device__ __forceinline__ int lane_opaque(int x) {
+#if defined(__CUDA_ARCH__)
   int r;
   asm volatile("mov.b32 %0, %1;" : "=r"(r) : "r"(x));
   return r;
+#else
+  return x;
+#endif
 }
 
 // Stages the warp's rows (nrows of them from src, contiguous) as directed floats; rows past
@@ -208,8 +210,9 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
         lane_store4<kLargest>(sf + lane_stage_at<G>(e >> C::kLogCols, (e & (C::kCols - 1)) + q),
                               f + q);
     }
-  } else if (nrows == C::kRows) {
-    // 8 * cols elements: a whole number of 16-byte vectors, all loaded before the first store.
+  } else if (nrows == C::kRows && (C::kRows * cols * int(sizeof(scalar_t))) % 16 == 0) {
+    // A whole number of 16-byte vectors (always with 8 rows a warp; with 4, unless 16-bit rows of
+    // odd length, whose blocks are not 16-byte aligned either), all loaded before the first store.
     // The vectors' (row, column) stepped by 32 * VW elements (at most two rows a step).
     const int nvec = C::kRows * cols / VW;
     uint4 raw[kLoads];
@@ -261,7 +264,8 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
       }
     }
   } else {
-    // The last, partial block of rows: element by element, rows past nrows zero.
+    // The last, partial block of rows (or a block that is not whole vectors): element by element,
+    // rows past nrows zero.
     const int n = nrows * cols;
     const float inv_cols = 1.f / float(cols);
     for (int e = lane; e < C::kRows * cols; e += 32) {
@@ -430,20 +434,28 @@ __device__ __forceinline__ uint32_t lane_counter_add(uint32_t bits, uint32_t n) 
 // takes c back).
 template <int W>
 __device__ __forceinline__ void lane_count(uint32_t hbase, uint32_t bits, uint32_t n) {
+#if defined(__CUDA_ARCH__)
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | lane_counter_word<W>(bits)),
                "r"(lane_counter_add<W>(bits, n))
                : "memory");
+#elif defined(RTOPK_WARP_EMU)
+  rtopk_emu_shared_add(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, n));
+#endif
 }
 
 // lane_count of one, predicated inside the asm (as `if (p) lane_count(...)` the compiler branched
 // an element, which cost more).
 template <int W>
 __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
+#if defined(__CUDA_ARCH__)
   asm volatile(
       "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %2, 0;\n\t@p red.shared.add.u32 [%0], %1;\n\t}" ::"r"(
           hbase | lane_counter_word<W>(bits)),
       "r"(lane_counter_add<W>(bits, 1u)), "r"(uint32_t(p))
       : "memory");
+#elif defined(RTOPK_WARP_EMU)
+  if (p) rtopk_emu_shared_add(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, 1u));
+#endif
 }
 
 // Resolves crowded rows inside the lane path.  Each level: the members' min and max (equal:
@@ -593,11 +605,15 @@ __device__ __forceinline__ void lane_bucket_starts(uint32_t* hrow, int l) {
 // shared atomic: the element's slot among its bucket's).
 template <int W>
 __device__ __forceinline__ int lane_arrive(uint32_t hbase, uint32_t bits) {
-  uint32_t old;
+  uint32_t old = 0;
+#if defined(__CUDA_ARCH__)
   asm volatile("atom.shared.add.u32 %0, [%1], %2;"
                : "=r"(old)
                : "r"(hbase | lane_counter_word<W>(bits)), "r"(lane_counter_add<W>(bits, 1u))
                : "memory");
+#elif defined(RTOPK_WARP_EMU)
+  old = rtopk_emu_shared_add(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, 1u));
+#endif
   return W == 1 ? int((old >> ((bits & 3u) * 8u)) & 0xFFu)
                 : int((old >> ((bits & 1u) * 16u)) & 0xFFFFu);
 }
@@ -650,13 +666,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     float mn = u[0], mx = u[0];
 #pragma unroll
     for (int j = 1; j < kLaneE; ++j) {
-      mn = lane_min_nan(mn, u[j]);
-      mx = lane_max_nan(mx, u[j]);
+      mn = min_nan(mn, u[j]);
+      mx = max_nan(mx, u[j]);
     }
 #pragma unroll
     for (int o = 1; o < G; o *= 2) {
-      mn = lane_min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
-      mx = lane_max_nan(mx, __shfl_xor_sync(kFullMask, mx, o));
+      mn = min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
+      mx = max_nan(mx, __shfl_xor_sync(kFullMask, mx, o));
     }
     // u becomes each element's bucket as the integer-valued float 2^23 + bucket, 0 for the
     // largest.  (hi - v) * scale < 255 for every element by the scale's margin (an IEEE division:
@@ -867,8 +883,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       // taken element's bucket is at most b*, and every element of a bucket before b* is taken)
       // plus the number of its bucket-mates that rank above it, found in the scatter list (the
       // taken columns grouped by bucket through returning atomics on the starts).
-      uint8_t* const tl = reinterpret_cast<uint8_t*>(aux) + kLaneScatterAt + kLaneMaxK * g;
-      uint8_t* const rl = reinterpret_cast<uint8_t*>(aux) + kLaneRankedAt + kLaneMaxK * g;
+      using Col = typename C::Col;
+      Col* const tl =
+          reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneScatterAt) + kLaneMaxK * g;
+      Col* const rl =
+          reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneRankedAt) + kLaneMaxK * g;
       const bool scat = kSorted && ok && !equal;
       const bool any_scat = kSorted && __any_sync(kFullMask, scat);
       if (any_scat) {
@@ -894,9 +913,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
             if constexpr (!kSorted)
               so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
             else if (scat)
-              tl[lane_arrive<W>(hbase, bucket_bits(vrow[j]))] = uint8_t(kLaneE * l + j);
+              tl[lane_arrive<W>(hbase, bucket_bits(vrow[j]))] = Col(kLaneE * l + j);
             else
-              rl[pos++] = uint8_t(kLaneE * l + j);
+              rl[pos++] = Col(kLaneE * l + j);
           }
         }
       }
@@ -928,11 +947,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
                 rank += int(v2 > v || ((v2 == v || nan) && c2 < c));
               }
             }
-            rl[rank] = uint8_t(c);
+            rl[rank] = Col(c);
           }
         }
-        // Rows with an over-full bucket: to the fallback.
-        ok = ok && !((__ballot_sync(kFullMask, over) >> (G * g)) & C::kGroupBits);
+        // Rows with an over-full bucket: to the fallback.  (The ballot outside the && : every
+        // lane must take part in it.)
+        const unsigned overs = __ballot_sync(kFullMask, over);
+        ok = ok && !((overs >> (G * g)) & C::kGroupBits);
       }
       okmask = __ballot_sync(kFullMask, ok);
       __syncwarp();
@@ -942,8 +963,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       for (int e = lane; e < nrows * k; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20);
         if (okmask >> (G * gg) & 1u) {
-          const int idx = kSorted ? int(reinterpret_cast<const uint8_t*>(
-                                        aux)[kLaneRankedAt + kLaneMaxK * gg + (e - gg * k)])
+          const int idx = kSorted ? int(reinterpret_cast<const typename C::Col*>(
+                                        reinterpret_cast<const uint8_t*>(aux) +
+                                        kLaneRankedAt)[kLaneMaxK * gg + (e - gg * k)])
                                   : int(so[kLaneOutStride * gg + (e - gg * k)]);
           const float v = sf[lane_stage_at<G>(gg, idx)];
           // (NaN re-read: its payload as given.)
@@ -970,6 +992,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   }
 }
 
+#ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 // Whether the lane kernel takes a launch: exact mode, rows of 193..256 16/32-bit elements (four
 // lanes a row; 449..512 with eight once kLaneEight), k <= 128 (rank-ordered output up to
 // kLaneSortedMaxK), a 16-byte aligned input.  Above k = 64 only with many rows: there the shipped
@@ -978,7 +1001,10 @@ template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
   const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols;
-  const bool eight = kLaneEight && a.cols >= LaneCfg<8>::kMinCols && a.cols <= LaneCfg<8>::kCols;
+  // (16-bit rows of odd length with eight lanes: blocks of 4 rows are not 16-byte aligned, the
+  // kernel would stage them element by element.)
+  const bool eight = kLaneEight && a.cols >= LaneCfg<8>::kMinCols && a.cols <= LaneCfg<8>::kCols &&
+                     (sizeof(scalar_t) == 4 || a.cols % 2 == 0);
   return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
          (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight) &&
          a.k <= kLaneMaxK && (a.k <= 64 || a.rows >= (int64_t(1) << 17)) &&
@@ -1011,6 +1037,8 @@ void launch_lane_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
   }
   launch_lane_rows_g<scalar_t, 4>(in, ov, oi, a, stream);
 }
+
+#endif  // RTOPK_WARP_EMU
 
 }  // namespace cuda_detail
 }  // namespace rtopk

@@ -1,0 +1,84 @@
+// The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the warp emulator: reads rows from a file,
+// runs lane_rows_kernel<T, G, largest, sorted> over a grid of blocks, writes the outputs (poisoned
+// first: unwritten slots show).  Driven by tests/test_lane_emu.py.
+//   lane_emu DTYPE(f32|f16|bf16) G(4|8) LARGEST(0|1) SORTED(0|1) ROWS COLS K GRID IN OUT_V OUT_I
+#include <string>
+
+#include "warp_emu.h"
+
+// (after the emulator: its definitions stand in for the CUDA ones)
+#include "../../csrc/cuda/rtopk_lane_rows.cuh"
+
+namespace {
+
+template <typename T>
+std::vector<T> read_file(const char* path, size_t n) {
+  std::vector<T> v(n);
+  FILE* f = std::fopen(path, "rb");
+  if (!f || std::fread(v.data(), sizeof(T), n, f) != n) {
+    std::fprintf(stderr, "cannot read %zu elements from %s\n", n, path);
+    std::exit(2);
+  }
+  std::fclose(f);
+  return v;
+}
+
+template <typename T>
+void write_file(const char* path, const std::vector<T>& v) {
+  FILE* f = std::fopen(path, "wb");
+  if (!f || std::fwrite(v.data(), sizeof(T), v.size(), f) != v.size()) {
+    std::fprintf(stderr, "cannot write %s\n", path);
+    std::exit(2);
+  }
+  std::fclose(f);
+}
+
+template <typename T, int G, bool kLargest, bool kSorted>
+void run(int64_t rows, int cols, int k, unsigned grid, char** files) {
+  const std::vector<T> in = read_file<T>(files[0], size_t(rows) * cols);
+  std::vector<T> ov(size_t(rows) * k);
+  std::memset(ov.data(), 0xFF, ov.size() * sizeof(T));  // NaN in every 16/32-bit type
+  std::vector<int64_t> oi(size_t(rows) * k, -1);
+  emu_launch(grid, rtopk::cuda_detail::kLaneBlockWarps * 32, [&] {
+    rtopk::cuda_detail::lane_rows_kernel<T, G, kLargest, kSorted>(in.data(), ov.data(), oi.data(),
+                                                                  rows, cols, k);
+  });
+  write_file(files[1], ov);
+  write_file(files[2], oi);
+}
+
+template <typename T, int G>
+void run_dir(bool largest, bool sorted, int64_t rows, int cols, int k, unsigned grid,
+             char** files) {
+  if (largest && sorted) run<T, G, true, true>(rows, cols, k, grid, files);
+  if (largest && !sorted) run<T, G, true, false>(rows, cols, k, grid, files);
+  if (!largest && sorted) run<T, G, false, true>(rows, cols, k, grid, files);
+  if (!largest && !sorted) run<T, G, false, false>(rows, cols, k, grid, files);
+}
+
+template <typename T>
+void run_g(int g, bool largest, bool sorted, int64_t rows, int cols, int k, unsigned grid,
+           char** files) {
+  if (g == 4) run_dir<T, 4>(largest, sorted, rows, cols, k, grid, files);
+  if (g == 8) run_dir<T, 8>(largest, sorted, rows, cols, k, grid, files);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 12) {
+    std::fprintf(stderr, "usage: %s DTYPE G LARGEST SORTED ROWS COLS K GRID IN OUT_V OUT_I\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::string dtype = argv[1];
+  const int g = std::atoi(argv[2]);
+  const bool largest = std::atoi(argv[3]) != 0, sorted = std::atoi(argv[4]) != 0;
+  const int64_t rows = std::atoll(argv[5]);
+  const int cols = std::atoi(argv[6]), k = std::atoi(argv[7]);
+  const unsigned grid = unsigned(std::atoi(argv[8]));
+  if (dtype == "f32") run_g<float>(g, largest, sorted, rows, cols, k, grid, argv + 9);
+  if (dtype == "f16") run_g<__half>(g, largest, sorted, rows, cols, k, grid, argv + 9);
+  if (dtype == "bf16") run_g<__nv_bfloat16>(g, largest, sorted, rows, cols, k, grid, argv + 9);
+  return 0;
+}

@@ -1,0 +1,79 @@
+"""The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the CPU through the warp emulator (tests/emu): its instances
+with four and eight lanes a row, index and rank order, largest and smallest, against the plain-torch reference bit
+for bit, including the ones the CUDA backend does not dispatch yet (rank order, eight lanes a row).  Each run holds
+rows of every kind side by side (so that rows of different kinds share a warp), crowded rows, and a last warp with
+fewer rows than it holds; a grid smaller than the rows so that warps loop.  The emulator also aborts when lanes
+diverge at a warp collective.  Runs where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with
+one), about two minutes, most of it the compile."""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import rtopk
+from conftest import MIXED_KINDS, bits, make_rows
+from test_lane_rows import crowded_rows
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CUDA_INCLUDE = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
+HAVE_TOOLS = shutil.which("g++") is not None and os.path.exists(os.path.join(CUDA_INCLUDE, "cuda_fp16.h"))
+# Where a GPU runs the kernels themselves, the emulator only costs time: RTOPK_EMU=1 runs it there too.
+WANTED = not torch.cuda.is_available() or os.environ.get("RTOPK_EMU", "0") == "1"
+pytestmark = [
+    pytest.mark.skipif(not HAVE_TOOLS, reason="needs g++ and the CUDA headers"),
+    pytest.mark.skipif(not WANTED, reason="a GPU is present (RTOPK_EMU=1 runs the emulator anyway)"),
+]
+
+DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    exe = str(tmp_path_factory.mktemp("emu") / "lane_emu")
+    cmd = ["g++", "-std=c++20", "-O1", "-I", CUDA_INCLUDE, os.path.join(HERE, "emu", "lane_emu.cpp"), "-o", exe]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid):
+    rows, cols = x.shape
+    paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
+    x.contiguous().view(INTS[x.dtype]).numpy().tofile(paths[0])
+    args = [DTYPES[x.dtype], lanes, int(largest), int(sort), rows, cols, k, grid]
+    run = subprocess.run([exe] + [str(a) for a in args] + paths, capture_output=True, text=True)
+    assert run.returncode == 0, f"emulator failed: {run.stderr}"
+    ov = torch.from_file(paths[1], size=rows * k, dtype=INTS[x.dtype]).view(x.dtype).reshape(rows, k)
+    oi = torch.from_file(paths[2], size=rows * k, dtype=torch.int64).reshape(rows, k)
+    return ov, oi
+
+
+def lane_inputs(M, dtype, gen):
+    """One row of each kind, crowded rows, and randn rows to fill: 43 rows (8 lanes a row: a last warp of 3)."""
+    rows = [make_rows(kind, (1, M), dtype, "cpu", gen) for kind in MIXED_KINDS]
+    rows += [crowded_rows(kind, (2, M), dtype, gen, "cpu") for kind in ("nested", "nested_ties", "deep")]
+    x = torch.cat(rows)
+    x = torch.cat([x, make_rows("randn", (43 - x.shape[0], M), dtype, "cpu", gen)])
+    return x[torch.randperm(x.shape[0], generator=gen)].contiguous()
+
+
+CASES = [(4, M) for M in (256, 193, 230)] + [(8, M) for M in (512, 449, 470)]
+
+
+@pytest.mark.parametrize("sort", [False, True], ids=["index_order", "rank_order"])
+@pytest.mark.parametrize("lanes,M", CASES, ids=[f"G{g}_M{m}" for g, m in CASES])
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
+    gen = torch.Generator().manual_seed(M * 7 + lanes + 100 * sort + list(DTYPES).index(dtype))
+    x = lane_inputs(M, dtype, gen)
+    for k in (2 if sort else 1, 5, 16, 33, 64, 128):  # (rank order is dispatched for k >= 2)
+        for largest in (True, False):
+            ctx = f"G={lanes} M={M} k={k} largest={largest} sorted={sort} dtype={dtype}"
+            ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid=2)
+            rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
+            bad = (oi != ri).any(-1).nonzero().flatten().tolist()
+            assert not bad, f"indices differ from reference in rows {bad[:8]}: {ctx}"
+            assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
