@@ -77,3 +77,23 @@ def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
             bad = (oi != ri).any(-1).nonzero().flatten().tolist()
             assert not bad, f"indices differ from reference in rows {bad[:8]}: {ctx}"
             assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
+
+
+FEW = [(4, 256), (4, 201), (8, 512), (8, 466)]
+
+
+@pytest.mark.parametrize("lanes,M", FEW, ids=[f"G{g}_M{m}" for g, m in FEW])
+def test_lane_kernel_emulated_few_rows(emulator, tmp_path, lanes, M):
+    """Launches of 1, 3 and 9 rows (one partial warp, a full one and a partial one), one block."""
+    gen = torch.Generator().manual_seed(M + lanes)
+    for rows in (1, 3, 9):
+        kinds = ("randn", "nan", "heavy_tail")
+        x = torch.cat([make_rows(kind, (1, M), torch.float32, "cpu", gen) for kind in kinds] * 3)[:rows]
+        for k in (2, 64):
+            for largest in (True, False):
+                for sort in (False, True):
+                    ctx = f"G={lanes} M={M} rows={rows} k={k} largest={largest} sorted={sort}"
+                    ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid=1)
+                    rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
+                    assert torch.equal(oi, ri), f"indices differ from reference: {ctx}"
+                    assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
