@@ -32,12 +32,17 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
-    exe = str(tmp_path_factory.mktemp("emu") / "lane_emu")
-    cmd = ["g++", "-std=c++20", "-O1", "-I", CUDA_INCLUDE, os.path.join(HERE, "emu", "lane_emu.cpp"), "-o", exe]
+def build_emulator(tmp_path_factory, name):
+    """Compiles tests/emu/<name>.cpp (a kernel on the warp emulator) with g++; returns the executable."""
+    exe = str(tmp_path_factory.mktemp("emu") / name)
+    cmd = ["g++", "-std=c++20", "-O1", "-I", CUDA_INCLUDE, os.path.join(HERE, "emu", name + ".cpp"), "-o", exe]
     subprocess.run(cmd, check=True)
     return exe
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    return build_emulator(tmp_path_factory, "lane_emu")
 
 
 def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid):

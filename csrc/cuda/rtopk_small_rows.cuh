@@ -226,6 +226,7 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   return static_cast<unsigned>(std::min(wanted, cap));
 }
 
+#ifndef RTOPK_WARP_EMU  // (the emulator calls the kernels itself)
 // Rows of 2..32 elements, any k; `exact`: the instance without the plan.  Outputs in rank order
 // when a.sorted.
 template <typename scalar_t>
@@ -305,6 +306,8 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
   }
   return false;
 }
+
+#endif  // RTOPK_WARP_EMU
 
 }  // namespace cuda_detail
 }  // namespace rtopk

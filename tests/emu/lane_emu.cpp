@@ -11,31 +11,9 @@
 
 namespace {
 
-template <typename T>
-std::vector<T> read_file(const char* path, size_t n) {
-  std::vector<T> v(n);
-  FILE* f = std::fopen(path, "rb");
-  if (!f || std::fread(v.data(), sizeof(T), n, f) != n) {
-    std::fprintf(stderr, "cannot read %zu elements from %s\n", n, path);
-    std::exit(2);
-  }
-  std::fclose(f);
-  return v;
-}
-
-template <typename T>
-void write_file(const char* path, const std::vector<T>& v) {
-  FILE* f = std::fopen(path, "wb");
-  if (!f || std::fwrite(v.data(), sizeof(T), v.size(), f) != v.size()) {
-    std::fprintf(stderr, "cannot write %s\n", path);
-    std::exit(2);
-  }
-  std::fclose(f);
-}
-
 template <typename T, int G, bool kLargest, bool kSorted>
 void run(int64_t rows, int cols, int k, unsigned grid, char** files) {
-  const std::vector<T> in = read_file<T>(files[0], size_t(rows) * cols);
+  const std::vector<T> in = emu::read_file<T>(files[0], size_t(rows) * cols);
   std::vector<T> ov(size_t(rows) * k);
   std::memset(ov.data(), 0xFF, ov.size() * sizeof(T));  // NaN in every 16/32-bit type
   std::vector<int64_t> oi(size_t(rows) * k, -1);
@@ -43,8 +21,8 @@ void run(int64_t rows, int cols, int k, unsigned grid, char** files) {
     rtopk::cuda_detail::lane_rows_kernel<T, G, kLargest, kSorted>(in.data(), ov.data(), oi.data(),
                                                                   rows, cols, k);
   });
-  write_file(files[1], ov);
-  write_file(files[2], oi);
+  emu::write_file(files[1], ov);
+  emu::write_file(files[2], oi);
 }
 
 template <typename T, int G>

@@ -1,13 +1,15 @@
-// A warp emulator for the CPU: runs CUDA kernels that are written warp-synchronously (every warp
-// collective reached by all 32 lanes, full masks) one warp at a time, its 32 lanes as fibers
-// (ucontext) that switch at each collective.  For testing kernel logic where no GPU is at hand
-// (tests/test_lane_emu.py); it says nothing about speed, and nvcc's FMA contraction and
-// approximate intrinsics (__fdividef) are not reproduced, so intermediate floats may differ from
-// the GPU's while exact results must not.
+// A warp emulator for the CPU: runs CUDA kernels one warp at a time, its 32 lanes as fibers
+// (ucontext) that switch at each warp collective (shuffles, ballots, reductions, __syncwarp, with
+// full or partial masks); warps of a block run one after the other (no __syncthreads).  For testing
+// kernel logic where no GPU is at hand (tests/test_lane_emu.py); it says nothing about speed, and
+// nvcc's FMA contraction and approximate intrinsics (__fdividef) are not reproduced, so
+// intermediate floats may differ from the GPU's while exact results must not.
 //
-// What it checks beyond the results: a lane that ends while others wait at a collective, or lanes
-// that meet at different collectives (both undefined on the GPU, where they hang or mix values),
-// abort with a message.
+// What it checks beyond the results: a lane that ends while others of its mask wait at a
+// collective, lanes of one mask at different kinds of collective (not told apart: two of one kind
+// at different places, as the compiler may copy one call into two branches), a shuffle from
+// outside the mask (all undefined on the GPU, where they hang or mix values): each aborts with
+// the lanes' call sites.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -37,16 +39,26 @@
 
 namespace emu {
 
-enum class Op { kSync, kShfl, kBallot };
+// A lane waits at a collective of `mask` lanes; the scheduler completes it once every lane of the
+// mask waits at the same kind of collective with the same mask.
+enum class Op { kSync, kShfl, kBallot, kMin, kMax, kAdd };
+enum class St { kRun, kWait, kDone };
+
+struct Post {
+  Op op;
+  unsigned mask;
+  uint64_t val;
+  int src;  // shuffles: the lane read (-1: its own value)
+  void* site;
+};
 
 struct WarpState {
   ucontext_t sched;
   ucontext_t ctx[32];
   std::vector<char> stack[32];
-  bool done[32];
-  Op op[32];
-  void* site[32];  // the caller of each lane's collective (for the failure message)
-  uint64_t xchg[32];
+  St st[32];
+  Post post[32];
+  uint64_t result[32];
   int cur = 0;
   unsigned block = 0, warp = 0, block_dim = 64, grid_dim = 1;
   std::function<void()> body;
@@ -54,27 +66,60 @@ struct WarpState {
 inline WarpState* g_warp = nullptr;
 inline uintptr_t g_shared_hi = 0;  // the upper address bits of the kernel's shared array
 
-[[noreturn]] inline void fail(const char* what) {
-  std::fprintf(stderr, "warp emulator: %s (block %u warp %u lane %d)\n", what, g_warp->block,
-               g_warp->warp, g_warp->cur);
+[[noreturn]] inline void fail(const char* what, int lane) {
+  WarpState& w = *g_warp;
+  std::fprintf(stderr, "warp emulator: %s (block %u warp %u lane %d)\n", what, w.block, w.warp,
+               lane);
+  std::fprintf(stderr, "lanes (state, op, mask, call site: addr2line -f -C -e <binary>):\n");
+  for (int m = 0; m < 32; ++m)
+    std::fprintf(stderr, "  %2d: %d %d %08x %p\n", m, int(w.st[m]), int(w.post[m].op),
+                 w.post[m].mask, w.post[m].site);
   std::abort();
 }
 
-// A lane waits at a collective: back to the scheduler until every lane has arrived.
-inline void arrive(Op op, void* site = nullptr) {
+inline uint64_t collective(Op op, unsigned mask, uint64_t val, int src, void* site) {
   WarpState& w = *g_warp;
-  w.op[w.cur] = op;
-  if (site) w.site[w.cur] = site;
+  if (!((mask >> w.cur) & 1u)) fail("a collective whose mask leaves out the calling lane", w.cur);
+  w.post[w.cur] = Post{op, mask, val, src, site};
+  w.st[w.cur] = St::kWait;
   swapcontext(&w.ctx[w.cur], &w.sched);
+  return w.result[w.cur];
 }
 
 inline void trampoline() {
   g_warp->body();
-  g_warp->done[g_warp->cur] = true;
+  g_warp->st[g_warp->cur] = St::kDone;
   swapcontext(&g_warp->ctx[g_warp->cur], &g_warp->sched);
 }
 
-// Runs body as the 32 lanes of one warp; each round resumes every lane up to its next collective.
+inline void complete(unsigned mask) {
+  WarpState& w = *g_warp;
+  const int first = __builtin_ctz(mask);
+  const Op op = w.post[first].op;
+  uint64_t acc = op == Op::kMin ? ~uint64_t(0) : 0;
+  for (int m = 0; m < 32; ++m) {
+    if (!((mask >> m) & 1u)) continue;
+    const uint64_t v = w.post[m].val;
+    if (op == Op::kBallot) acc |= uint64_t(v != 0) << m;
+    if (op == Op::kMin) acc = std::min(acc, v);
+    if (op == Op::kMax) acc = std::max(acc, v);
+    if (op == Op::kAdd) acc = (acc + v) & 0xFFFFFFFFu;
+  }
+  for (int m = 0; m < 32; ++m) {
+    if (!((mask >> m) & 1u)) continue;
+    if (op == Op::kShfl) {
+      const int s = w.post[m].src;
+      if (s >= 0 && !((mask >> s) & 1u)) fail("a shuffle reads a lane outside its mask", m);
+      w.result[m] = w.post[s < 0 ? m : s].val;
+    } else {
+      w.result[m] = acc;
+    }
+    w.st[m] = St::kRun;
+  }
+}
+
+// Runs body as the 32 lanes of one warp: each lane runs until it waits at a collective or ends;
+// then every collective whose lanes all wait is completed; a warp where none can be is stuck.
 inline void run_warp(unsigned block, unsigned warp, unsigned block_dim, unsigned grid_dim,
                      std::function<void()> body) {
   static WarpState w;
@@ -86,7 +131,8 @@ inline void run_warp(unsigned block, unsigned warp, unsigned block_dim, unsigned
   w.body = std::move(body);
   for (int l = 0; l < 32; ++l) {
     w.stack[l].resize(1 << 20);
-    w.done[l] = false;
+    w.st[l] = St::kRun;
+    w.post[l] = Post{Op::kSync, 0u, 0u, -1, nullptr};
     getcontext(&w.ctx[l]);
     w.ctx[l].uc_stack.ss_sp = w.stack[l].data();
     w.ctx[l].uc_stack.ss_size = w.stack[l].size();
@@ -94,27 +140,35 @@ inline void run_warp(unsigned block, unsigned warp, unsigned block_dim, unsigned
     makecontext(&w.ctx[l], trampoline, 0);
   }
   for (;;) {
-    int finished = 0;
     for (int l = 0; l < 32; ++l) {
-      if (w.done[l]) {
-        ++finished;
-        continue;
-      }
+      if (w.st[l] != St::kRun) continue;
       w.cur = l;
       swapcontext(&w.sched, &w.ctx[l]);
-      if (w.done[l]) ++finished;
     }
-    if (finished == 32) break;
-    if (finished > 0) fail("a lane ended while others wait at a warp collective");
-    for (int l = 1; l < 32; ++l)
-      if (w.op[l] != w.op[0]) {
-        std::fprintf(stderr, "lanes' collectives (0 sync, 1 shuffle, 2 ballot):");
-        for (int m = 0; m < 32; ++m) std::fprintf(stderr, " %d", int(w.op[m]));
-        std::fprintf(stderr, "\ncall sites (addr2line -f -C -e <binary>):");
-        for (int m = 0; m < 32; ++m) std::fprintf(stderr, " %p", w.site[m]);
-        std::fprintf(stderr, "\n");
-        fail("lanes at different warp collectives");
+    bool all_done = true, progress = false;
+    for (int l = 0; l < 32; ++l) {
+      if (w.st[l] != St::kWait) {
+        all_done = all_done && w.st[l] == St::kDone;
+        continue;
       }
+      all_done = false;
+      const unsigned mask = w.post[l].mask;
+      bool ready = true;
+      for (int m = 0; m < 32 && ready; ++m) {
+        if (!((mask >> m) & 1u)) continue;
+        if (w.st[m] == St::kDone) fail("a lane ended while others wait at a warp collective", m);
+        // (A lane of the mask at a collective of another mask may join once that one completes.)
+        if (w.st[m] == St::kWait && w.post[m].mask == mask && w.post[m].op != w.post[l].op)
+          fail("lanes of one mask at different warp collectives", m);
+        ready = w.st[m] == St::kWait && w.post[m].mask == mask;
+      }
+      if (ready) {
+        complete(mask);
+        progress = true;
+      }
+    }
+    if (all_done) break;
+    if (!progress) fail("no warp collective can complete", 0);
   }
 }
 
@@ -134,21 +188,9 @@ inline T from_bits(uint64_t b) {
   return v;
 }
 
-inline void check_mask(unsigned mask) {
-  if (mask != 0xFFFFFFFFu) fail("a warp collective with a partial mask (not emulated)");
-}
-
-// Every lane posts its value, then reads the one of src(lane) (-1: its own).
-template <typename T, typename Src>
-inline T exchange(unsigned mask, T v, Src src) {
-  check_mask(mask);
-  WarpState& w = *g_warp;
-  w.xchg[w.cur] = to_bits(v);
-  arrive(Op::kShfl);
-  const int s = src(w.cur);
-  const T r = from_bits<T>(w.xchg[s < 0 ? w.cur : s]);
-  arrive(Op::kShfl);  // (everyone has read before the next exchange writes)
-  return r;
+template <typename T>
+__attribute__((noinline)) T shuffle(unsigned mask, T v, int src, void* site) {
+  return from_bits<T>(collective(Op::kShfl, mask, to_bits(v), src, site));
 }
 
 }  // namespace emu
@@ -162,42 +204,47 @@ struct EmuIdx {
 #define gridDim (EmuIdx{emu::g_warp->grid_dim, 1u, 1u})
 
 __attribute__((noinline)) inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
-  emu::check_mask(mask);
-  emu::arrive(emu::Op::kSync, __builtin_return_address(0));
+  emu::collective(emu::Op::kSync, mask, 0, -1, __builtin_return_address(0));
 }
 template <typename T>
-inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
-  return emu::exchange(mask, v, [&](int l) { return (l & ~(width - 1)) + (src & (width - 1)); });
+__attribute__((noinline)) T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+  const int l = emu::lane();
+  return emu::shuffle(mask, v, (l & ~(width - 1)) + (src & (width - 1)),
+                      __builtin_return_address(0));
 }
 template <typename T>
-inline T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
-  return emu::exchange(mask, v,
-                       [&](int l) { return (l & (width - 1)) >= int(d) ? l - int(d) : -1; });
+__attribute__((noinline)) T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
+  const int l = emu::lane();
+  return emu::shuffle(mask, v, (l & (width - 1)) >= int(d) ? l - int(d) : -1,
+                      __builtin_return_address(0));
 }
 template <typename T>
-inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
-  return emu::exchange(mask, v,
-                       [&](int l) { return (l & (width - 1)) + int(d) < width ? l + int(d) : -1; });
+__attribute__((noinline)) T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
+  const int l = emu::lane();
+  return emu::shuffle(mask, v, (l & (width - 1)) + int(d) < width ? l + int(d) : -1,
+                      __builtin_return_address(0));
 }
 template <typename T>
-inline T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
-  return emu::exchange(mask, v, [&](int l) {
-    const int s = l ^ m;
-    return (s & ~(width - 1)) == (l & ~(width - 1)) ? s : -1;
-  });
+__attribute__((noinline)) T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32) {
+  const int l = emu::lane(), s = l ^ m;
+  return emu::shuffle(mask, v, (s & ~(width - 1)) == (l & ~(width - 1)) ? s : -1,
+                      __builtin_return_address(0));
 }
 __attribute__((noinline)) inline unsigned __ballot_sync(unsigned mask, int pred) {
-  emu::check_mask(mask);
-  emu::WarpState& w = *emu::g_warp;
-  w.xchg[w.cur] = pred != 0;
-  emu::arrive(emu::Op::kBallot, __builtin_return_address(0));
-  unsigned r = 0;
-  for (int l = 0; l < 32; ++l) r |= unsigned(w.xchg[l] != 0) << l;
-  emu::arrive(emu::Op::kBallot);
-  return r;
+  return unsigned(
+      emu::collective(emu::Op::kBallot, mask, pred != 0, -1, __builtin_return_address(0)));
 }
 inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
-inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) == 0xFFFFFFFFu; }
+inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) == mask; }
+__attribute__((noinline)) inline unsigned __reduce_min_sync(unsigned mask, unsigned v) {
+  return unsigned(emu::collective(emu::Op::kMin, mask, v, -1, __builtin_return_address(0)));
+}
+__attribute__((noinline)) inline unsigned __reduce_max_sync(unsigned mask, unsigned v) {
+  return unsigned(emu::collective(emu::Op::kMax, mask, v, -1, __builtin_return_address(0)));
+}
+__attribute__((noinline)) inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {
+  return unsigned(emu::collective(emu::Op::kAdd, mask, v, -1, __builtin_return_address(0)));
+}
 
 // Shared memory: the kernel's array is a static; a 32-bit shared address is its low bits.
 inline size_t __cvta_generic_to_shared(const void* p) {
@@ -258,6 +305,30 @@ template <typename T>
 inline T max(T a, T b) {
   return a < b ? b : a;
 }
+
+namespace emu {
+// The drivers' raw files.
+template <typename T>
+std::vector<T> read_file(const char* path, size_t n) {
+  std::vector<T> v(n);
+  FILE* f = std::fopen(path, "rb");
+  if (!f || std::fread(v.data(), sizeof(T), n, f) != n) {
+    std::fprintf(stderr, "cannot read %zu elements from %s\n", n, path);
+    std::exit(2);
+  }
+  std::fclose(f);
+  return v;
+}
+template <typename T>
+void write_file(const char* path, const std::vector<T>& v) {
+  FILE* f = std::fopen(path, "wb");
+  if (!f || std::fwrite(v.data(), sizeof(T), v.size(), f) != v.size()) {
+    std::fprintf(stderr, "cannot write %s\n", path);
+    std::exit(2);
+  }
+  std::fclose(f);
+}
+}  // namespace emu
 
 // Runs a kernel's body over a grid of blocks of block_dim threads, warp by warp.
 template <typename F>

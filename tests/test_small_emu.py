@@ -1,0 +1,99 @@
+"""The short-row kernels (csrc/cuda/rtopk_small_rows.cuh: rank_rows_kernel, G lanes a row and 32 / G rows a warp, in
+exact mode and with the plan of max_iter / eps; round_rows_kernel, a few rows a warp at small k) on the CPU through
+the warp emulator (tests/emu), with rows of every kind side by side in a warp (so that rows of different kinds share
+a warp's votes and shuffles), both directions and orders, fp32/fp16/bf16.  Exact mode against the plain-torch
+reference bit for bit, the other modes against the CPU backend (CUDA must equal it).  The rank kernel's lane groups
+vote and shuffle with partial masks: the emulator completes each group's collective on its own and aborts on a lane
+outside its mask, a group at different collectives, or a stuck warp.  Runs where test_lane_emu.py runs."""
+
+import subprocess
+
+import pytest
+import torch
+
+import rtopk
+from conftest import MIXED_KINDS, bits, make_rows
+from test_lane_emu import DTYPES, INTS, build_emulator, pytestmark  # noqa: F401  (the same skips)
+
+
+@pytest.fixture(scope="module")
+def small_emulator(tmp_path_factory):
+    return build_emulator(tmp_path_factory, "small_emu")
+
+
+def emu_small(exe, tmp, kernel, p, x, k, largest, sort, max_iter=-1, eps=0.0, grid=2):
+    rows, cols = x.shape
+    paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
+    x.contiguous().view(INTS[x.dtype]).numpy().tofile(paths[0])
+    args = [DTYPES[x.dtype], kernel, p, int(largest), int(sort), rows, cols, k, max_iter, eps, grid]
+    run = subprocess.run([exe] + [str(a) for a in args] + paths, capture_output=True, text=True)
+    assert run.returncode == 0, f"emulator failed: {run.stderr}"
+    ov = torch.from_file(paths[1], size=rows * k, dtype=INTS[x.dtype]).view(x.dtype).reshape(rows, k)
+    oi = torch.from_file(paths[2], size=rows * k, dtype=torch.int64).reshape(rows, k)
+    return ov, oi
+
+
+def mixed_rows(M, dtype, gen, rows=45):
+    """Rows of every kind, then randn rows, shuffled: 45 rows (no multiple of any kernel's rows a warp)."""
+    x = torch.cat([make_rows(kind, (1, M), dtype, "cpu", gen) for kind in MIXED_KINDS])
+    x = torch.cat([x, make_rows("randn", (max(rows - x.shape[0], 0), M), dtype, "cpu", gen)])[:rows]
+    return x[torch.randperm(x.shape[0], generator=gen)].contiguous()
+
+
+def check(ov, oi, rv, ri, ctx):
+    bad = (oi != ri).any(-1).nonzero().flatten().tolist()
+    assert not bad, f"indices differ in rows {bad[:8]}: {ctx}"
+    assert torch.equal(bits(ov), bits(rv)), f"values differ: {ctx}"
+
+
+def exact_both_ways(exe, tmp, kernel, p, x, k):
+    """Exact mode, largest and smallest, index and rank order, against the reference."""
+    for largest in (True, False):
+        for sort in (False, True):
+            ctx = f"{kernel} P={p} M={x.shape[1]} k={k} largest={largest} sorted={sort} dtype={x.dtype}"
+            ov, oi = emu_small(exe, tmp, kernel, p, x, k, largest, sort)
+            rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
+            check(ov, oi, rv, ri, ctx)
+
+
+RANK_COLS = [2, 3, 5, 8, 13, 16, 17, 31, 32]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+@pytest.mark.parametrize("M", RANK_COLS)
+def test_rank_rows_emulated(small_emulator, tmp_path, dtype, M):
+    gen = torch.Generator().manual_seed(M + 50 * list(DTYPES).index(dtype))
+    x = mixed_rows(M, dtype, gen)
+    G = 1 << (M - 1).bit_length()
+    for k in sorted({1, 2, max(M // 2, 1), M} - {0}):
+        exact_both_ways(small_emulator, tmp_path, "rank", G, x, k)
+
+
+@pytest.mark.parametrize("M", [2, 3, 5, 8])
+def test_rank_rows_plan_emulated(small_emulator, tmp_path, M):
+    """max_iter and eps on rows of up to 8 (the CPU's plan on each row's lane group): equal to the CPU backend."""
+    gen = torch.Generator().manual_seed(700 + M)
+    G = 1 << (M - 1).bit_length()
+    for dtype in DTYPES:
+        x = mixed_rows(M, dtype, gen)
+        for k in sorted({1, max(M // 2, 1), M - 1} - {0}):
+            for max_iter, eps in ((1, 0.0), (2, 0.0), (4, 0.0), (-1, 1e-3), (-1, 0.3)):
+                for largest in (True, False):
+                    sort = largest  # (both orders over the loop)
+                    ctx = f"plan G={G} M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} dtype={dtype}"
+                    ov, oi = emu_small(small_emulator, tmp_path, "plan", G, x, k, largest, sort, max_iter, eps)
+                    cv, ci = rtopk.topk(x, k, largest=largest, sorted=sort,
+                                        max_iter=None if max_iter < 0 else max_iter, eps=eps)
+                    check(ov, oi, cv, ci, ctx)
+
+
+ROUND = [(1, 17), (1, 32), (2, 33), (2, 64), (3, 95), (4, 128), (6, 150), (8, 193), (8, 256)]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+@pytest.mark.parametrize("vpt,M", ROUND, ids=[f"VPT{v}_M{m}" for v, m in ROUND])
+def test_round_rows_emulated(small_emulator, tmp_path, dtype, vpt, M):
+    gen = torch.Generator().manual_seed(900 + M + 50 * list(DTYPES).index(dtype))
+    x = mixed_rows(M, dtype, gen)
+    for k in (1, 2, 4, 8) if vpt <= 3 else (1, 3, 4):
+        exact_both_ways(small_emulator, tmp_path, "round", vpt, x, k)
