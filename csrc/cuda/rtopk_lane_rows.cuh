@@ -20,12 +20,14 @@
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
 //   rank order (kSorted, rtopk.topk's sorted=True): each taken element at its first-level bucket's
 //           start (the counters as exclusive prefix sums) plus its bucket-mates that rank above
-//           it; a bucket of more than kLaneSortFill taken elements sends its row to the fallback.
+//           it; a bucket of more than kLaneSortFill taken elements sends its row to the fallback
+//           (written but not dispatched yet: kLaneSortedMaxK).
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
 // (warp_value_row), which the warp runs on each of them after the flush, in the same launch: one
 // answer whichever path takes a row (the tie rule of rtopk_algo.h: equal values by index).
+// The asm helpers have portable bodies outside device code: tests/emu runs this kernel on the CPU.
 #pragma once
 
 #include <cfloat>
