@@ -314,6 +314,13 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
   }
 }
 
+// acc plus the counters of one word (four bytes or two halves).
+template <int W>
+__device__ __forceinline__ int lane_word_sum(uint32_t w, int acc) {
+  return W == 1 ? int(__dp4a(w, 0x01010101u, uint32_t(acc)))
+                : int(__dp2a_lo(w, 0x0101u, uint32_t(acc)));
+}
+
 // The bucket of the kk-th element of a row (kk >= 1, the same in the row's G lanes) from its 256
 // counters (kW bytes each): the lanes' totals over their 256 / G buckets (reads rotated: distinct
 // bank quads), the group scan, the owner lane's buckets split over the group and a second scan.
@@ -332,17 +339,10 @@ __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk,
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
-    if constexpr (C::kW == 1) {
-      tot = int(__dp4a(q.x, 0x01010101u, uint32_t(tot)));
-      tot = int(__dp4a(q.y, 0x01010101u, uint32_t(tot)));
-      tot = int(__dp4a(q.z, 0x01010101u, uint32_t(tot)));
-      tot = int(__dp4a(q.w, 0x01010101u, uint32_t(tot)));
-    } else {
-      tot = int(__dp2a_lo(q.x, 0x0101u, uint32_t(tot)));
-      tot = int(__dp2a_lo(q.y, 0x0101u, uint32_t(tot)));
-      tot = int(__dp2a_lo(q.z, 0x0101u, uint32_t(tot)));
-      tot = int(__dp2a_lo(q.w, 0x0101u, uint32_t(tot)));
-    }
+    tot = lane_word_sum<C::kW>(q.x, tot);
+    tot = lane_word_sum<C::kW>(q.y, tot);
+    tot = lane_word_sum<C::kW>(q.z, tot);
+    tot = lane_word_sum<C::kW>(q.w, tot);
   }
   const int inc = lane_group_inclusive<G>(tot, l);
   const int ol =
@@ -524,7 +524,8 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       const float qv[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int t = 0; t < 4; ++t)
-        lane_count_if<LaneCfg<G>::kW>(hbase, __float_as_uint(fmaf(hi - qv[t], scale, 8388608.f)),
+        lane_count_if<LaneCfg<G>::kW>(hbase,
+                                      __float_as_uint(lane_map<false>(hi, scale, 0.f, qv[t])),
                                       lane_has(m0, m1, 4 * i + t));
     }
     __syncwarp();
@@ -541,7 +542,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
 #pragma unroll
       for (int t = 0; t < 4; ++t) {
         const int j = 4 * i + t;
-        const float u = fmaf(hi - qv[t], scale, 8388608.f);
+        const float u = lane_map<false>(hi, scale, 0.f, qv[t]);
         lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
         le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
       }
@@ -588,9 +589,7 @@ __device__ __forceinline__ void lane_bucket_starts(uint32_t* hrow, int l) {
   }
   int tot = 0;
 #pragma unroll
-  for (int i = 0; i < 16; ++i)
-    tot = W == 1 ? int(__dp4a(w[i], 0x01010101u, uint32_t(tot)))
-                 : int(__dp2a_lo(w[i], 0x0101u, uint32_t(tot)));
+  for (int i = 0; i < 16; ++i) tot = lane_word_sum<W>(w[i], tot);
   uint32_t base = uint32_t(lane_group_inclusive<G>(tot, l) - tot);
   constexpr uint32_t kOnes = W == 1 ? 0x01010101u : 0x00010001u;
 #pragma unroll
@@ -635,12 +634,17 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   const int g = lane / G, l = lane % G;
   float* const sf = reinterpret_cast<float*>(smem[warp]);
   uint32_t* const aux = smem[warp] + kLaneStageWords;
-  const float* const vrow = sf + g * C::kRowWords + l * kLaneChunk;  // this lane's 64 elements
+  float* const mine =
+      sf + g * C::kRowWords + l * kLaneChunk;  // this lane's 64 elements (+ 4 spare)
+  const float* const vrow = mine;
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
   uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
   uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
+  // (Sorted output: the rows' columns in rank order, kLaneMaxK a row.)
+  using Col = typename C::Col;
+  Col* const ranked = reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneRankedAt);
   const int npad = C::kCols - cols;
   // The last lane's slots from cols - 64 (G - 1) on are padding.
   const int nreal = l == G - 1 ? cols - (G - 1) * kLaneE : kLaneE;
@@ -747,8 +751,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     }
     if constexpr (kSorted) {
       // Kept for the rank order in the lane's spare staging words (in registers they spilled).
-      sf[g * C::kRowWords + l * kLaneChunk + kLaneE] = mtop;
-      sf[g * C::kRowWords + l * kLaneChunk + kLaneE + 1] = mscale;
+      mine[kLaneE] = mtop;
+      mine[kLaneE + 1] = mscale;
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
     const float upad = __shfl_sync(kFullMask, u[0], G * g);
@@ -885,11 +889,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       // taken element's bucket is at most b*, and every element of a bucket before b* is taken)
       // plus the number of its bucket-mates that rank above it, found in the scatter list (the
       // taken columns grouped by bucket through returning atomics on the starts).
-      using Col = typename C::Col;
       Col* const tl =
           reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneScatterAt) + kLaneMaxK * g;
-      Col* const rl =
-          reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneRankedAt) + kLaneMaxK * g;
+      Col* const rl = ranked + kLaneMaxK * g;
       const bool scat = kSorted && ok && !equal;
       const bool any_scat = kSorted && __any_sync(kFullMask, scat);
       if (any_scat) {
@@ -965,9 +967,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       for (int e = lane; e < nrows * k; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20);
         if (okmask >> (G * gg) & 1u) {
-          const int idx = kSorted ? int(reinterpret_cast<const typename C::Col*>(
-                                        reinterpret_cast<const uint8_t*>(aux) +
-                                        kLaneRankedAt)[kLaneMaxK * gg + (e - gg * k)])
+          const int idx = kSorted ? int(ranked[kLaneMaxK * gg + (e - gg * k)])
                                   : int(so[kLaneOutStride * gg + (e - gg * k)]);
           const float v = sf[lane_stage_at<G>(gg, idx)];
           // (NaN re-read: its payload as given.)

@@ -13,16 +13,11 @@ namespace {
 
 template <typename T, int G, bool kLargest, bool kSorted>
 void run(int64_t rows, int cols, int k, unsigned grid, char** files) {
-  const std::vector<T> in = emu::read_file<T>(files[0], size_t(rows) * cols);
-  std::vector<T> ov(size_t(rows) * k);
-  std::memset(ov.data(), 0xFF, ov.size() * sizeof(T));  // NaN in every 16/32-bit type
-  std::vector<int64_t> oi(size_t(rows) * k, -1);
-  emu_launch(grid, rtopk::cuda_detail::kLaneBlockWarps * 32, [&] {
-    rtopk::cuda_detail::lane_rows_kernel<T, G, kLargest, kSorted>(in.data(), ov.data(), oi.data(),
-                                                                  rows, cols, k);
-  });
-  emu::write_file(files[1], ov);
-  emu::write_file(files[2], oi);
+  emu::run_topk<T>(files, rows, cols, k, grid, rtopk::cuda_detail::kLaneBlockWarps * 32,
+                   [&](const T* in, T* ov, int64_t* oi) {
+                     rtopk::cuda_detail::lane_rows_kernel<T, G, kLargest, kSorted>(in, ov, oi, rows,
+                                                                                   cols, k);
+                   });
 }
 
 template <typename T, int G>

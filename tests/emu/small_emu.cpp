@@ -24,16 +24,9 @@ struct Args {
   char** files;
 };
 
-// Runs body(in, ov, oi) as the kernel over the grid and writes the outputs.
 template <typename T, typename Body>
 void run(const Args& a, Body body) {
-  const std::vector<T> in = emu::read_file<T>(a.files[0], size_t(a.rows) * a.cols);
-  std::vector<T> ov(size_t(a.rows) * a.k);
-  std::memset(ov.data(), 0xFF, ov.size() * sizeof(T));  // NaN in every 16/32-bit type
-  std::vector<int64_t> oi(size_t(a.rows) * a.k, -1);
-  emu_launch(a.grid, kSmallBlockThreads, [&] { body(in.data(), ov.data(), oi.data()); });
-  emu::write_file(a.files[1], ov);
-  emu::write_file(a.files[2], oi);
+  emu::run_topk<T>(a.files, a.rows, a.cols, a.k, a.grid, kSmallBlockThreads, body);
 }
 
 template <typename T, int G, bool kExact>

@@ -336,3 +336,20 @@ inline void emu_launch(unsigned grid, unsigned block_dim, F body) {
   for (unsigned b = 0; b < grid; ++b)
     for (unsigned w = 0; w < block_dim / 32; ++w) emu::run_warp(b, w, block_dim, grid, body);
 }
+
+namespace emu {
+// A top-k kernel on the drivers' files: rows x cols of T read from files[0], body(in, ov, oi)
+// launched over the grid, the rows x k outputs (poisoned first: unwritten slots show) written to
+// files[1] and files[2].
+template <typename T, typename Body>
+void run_topk(char** files, int64_t rows, int cols, int k, unsigned grid, unsigned block_dim,
+              Body body) {
+  const std::vector<T> in = read_file<T>(files[0], size_t(rows) * cols);
+  std::vector<T> ov(size_t(rows) * k);
+  std::memset(ov.data(), 0xFF, ov.size() * sizeof(T));  // NaN in every 16/32-bit type
+  std::vector<int64_t> oi(size_t(rows) * k, -1);
+  emu_launch(grid, block_dim, [&] { body(in.data(), ov.data(), oi.data()); });
+  write_file(files[1], ov);
+  write_file(files[2], oi);
+}
+}  // namespace emu
