@@ -47,6 +47,9 @@ def make_rows(kind, shape, dtype, device, gen):
     elif kind == "nan":
         x = torch.randn(n, generator=gen, dtype=torch.float64)
         x = torch.where(u < 0.15, float("nan") * sign, torch.where(u > 0.95, float("inf") * sign, x))
+    elif kind == "mostly_nan":  # the k smallest reach the NaN too (they rank after every value)
+        x = torch.randn(n, generator=gen, dtype=torch.float64)
+        x = torch.where(u < 0.9, float("nan") * sign, torch.where(u > 0.97, float("inf") * sign, x))
     elif kind == "all_nan":
         x = torch.full((n,), float("nan"), dtype=torch.float64) * sign
     elif kind == "neg_inf_heavy":
@@ -73,7 +76,7 @@ def make_rows(kind, shape, dtype, device, gen):
 
 KINDS = ["randn", "uniform", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal"]
-MIXED_KINDS = KINDS + ["few_ulps", "heavy_tail", "outliers", "ascending"]
+MIXED_KINDS = KINDS + ["few_ulps", "heavy_tail", "outliers", "ascending", "mostly_nan"]
 
 
 def bits(t):

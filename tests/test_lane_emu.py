@@ -30,6 +30,7 @@ pytestmark = [
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+SORTED_CAP = 32  # the rank-ordered instances' largest k (kLaneSortedCap)
 
 
 def build_emulator(tmp_path_factory, name):
@@ -75,7 +76,8 @@ CASES = [(4, M) for M in (256, 193, 230)] + [(8, M) for M in (512, 449, 470)]
 def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
     gen = torch.Generator().manual_seed(M * 7 + lanes + 100 * sort + list(DTYPES).index(dtype))
     x = lane_inputs(M, dtype, gen)
-    for k in (2 if sort else 1, 5, 16, 33, 64, 128):  # (rank order is dispatched for k >= 2)
+    # (Rank order: dispatched for 2 <= k <= SORTED_CAP.)
+    for k in (2, 5, 16, 31, SORTED_CAP) if sort else (1, 5, 16, 33, 64, 128):
         for largest in (True, False):
             ctx = f"G={lanes} M={M} k={k} largest={largest} sorted={sort} dtype={dtype}"
             ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid=2)
@@ -95,9 +97,9 @@ def test_lane_kernel_emulated_few_rows(emulator, tmp_path, lanes, M):
     for rows in (1, 3, 9):
         kinds = ("randn", "nan", "heavy_tail")
         x = torch.cat([make_rows(kind, (1, M), torch.float32, "cpu", gen) for kind in kinds] * 3)[:rows]
-        for k in (2, 64):
+        for k in (2, SORTED_CAP, 64):
             for largest in (True, False):
-                for sort in (False, True):
+                for sort in (False, True) if k <= SORTED_CAP else (False,):
                     ctx = f"G={lanes} M={M} rows={rows} k={k} largest={largest} sorted={sort}"
                     ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid=1)
                     rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
@@ -126,8 +128,11 @@ def test_lane_kernel_emulated_fuzz(emulator, tmp_path):
             else:
                 rows.append(make_rows(rng.choice(MIXED_KINDS + ["randn"] * 4), (1, M), dtype, "cpu", gen))
         x = torch.cat(rows).contiguous()
-        k = rng.choice([1, 2, 3, rng.randint(1, 128), rng.randint(60, 128), 128])
-        largest, sort, grid = rng.random() < 0.5, rng.random() < 0.5 and k > 1, rng.choice([1, 2, 3])
+        largest, sort, grid = rng.random() < 0.5, rng.random() < 0.5, rng.choice([1, 2, 3])
+        if sort:
+            k = rng.choice([2, 3, rng.randint(2, SORTED_CAP), SORTED_CAP])
+        else:
+            k = rng.choice([1, 2, 3, rng.randint(1, 128), rng.randint(60, 128), 128])
         ctx = f"case {case}: G={lanes} M={M} dtype={dtype} rows={x.shape[0]} k={k} largest={largest} sorted={sort}"
         ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid)
         rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)

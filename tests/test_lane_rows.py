@@ -180,10 +180,10 @@ def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_lane_rows_sorted_bucket_fill(dtype):
-    """Rank order when the taken elements crowd one first-level bucket: the row's largest value repeated 2..40
-    times (its bucket-mates ranked by index; more than 16 in a bucket: the row goes to the fallback), beside
-    coarse rows whose buckets hold a few distinct values each."""
+def test_lane_rows_sorted_ties(dtype):
+    """Rank order when the taken elements tie: the row's largest (odd rows) or smallest (even rows) value repeated
+    2..40 times (tied elements ranked by index; k = 3 and 16 in the four-lane kernel, larger k in the warp kernel),
+    beside coarse rows of a few distinct values."""
     gen = torch.Generator().manual_seed(41 + DTYPES.index(dtype))
     for M in (256, 210, 512):
         x = torch.randn(1003, M, generator=gen, dtype=torch.float64)

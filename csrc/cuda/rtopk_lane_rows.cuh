@@ -18,10 +18,9 @@
 //           else (at most 32 members) each member ranked against the others (value, then index);
 //           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
-//   rank order (kSorted, rtopk.topk's sorted=True): each taken element at its first-level bucket's
-//           start (the counters as exclusive prefix sums) plus its bucket-mates that rank above
-//           it; a bucket of more than kLaneSortFill taken elements sends its row to the fallback
-//           (written but not dispatched yet: kLaneSortedMaxK).
+//   rank order (kSorted, rtopk.topk's sorted=True, k <= 32): the taken elements listed as keys
+//           (value, then index), each ranked by its count of larger keys (pairwise: cheap for
+//           small k only; notes v36).
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
@@ -78,26 +77,20 @@ constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
 static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
-// Rank-ordered output (kSorted): the first level's counters are kept for the bucket starts, so the
-// crowded levels count in the member lists' words; once the members are ranked, those words hold
-// each row's taken columns grouped by bucket (the scatter list) and its columns in rank order,
-// kLaneMaxK columns a row each (a byte a column with four lanes a row, two with eight; bytes from
-// aux).
-constexpr int kLaneScatterAt = 4 * kLaneListAt;
-constexpr int kLaneRankedAt = kLaneScatterAt + 8 * kLaneMaxK;
-static_assert(kLaneRankedAt + 8 * kLaneMaxK <= 4 * kLaneAuxWords, "sorted lists fit");
-static_assert(LaneCfg<4>::kRows * sizeof(LaneCfg<4>::Col) == 8 &&
-                  LaneCfg<8>::kRows * sizeof(LaneCfg<8>::Col) == 8,
-              "a list holds 8 kLaneMaxK bytes");
-static_assert(kLaneListAt <= kLaneAuxWords - kLaneListAt, "crowded counters fit");
-// A row with more taken elements in one bucket goes to the fallback (each ranks against all its
-// bucket-mates).
-constexpr int kLaneSortFill = 16;
-// The largest k whose rank-ordered output the four-lane kernel gives; above it the sorted call
-// takes the warp kernel.  0: written (notes v35) but not dispatched until measured on the H200.
-constexpr int kLaneSortedMaxK = 0;
-// Eight lanes a row (rows of 449..512): written (notes v35), not dispatched until tested and
-// measured on the H200.
+// Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list's
+// words (32 keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order over the
+// counters, kLaneSortedCap a row (a byte a column with four lanes a row, two with eight).
+constexpr int kLaneSortedCap = 32;
+static_assert(LaneCfg<4>::kRows * kLaneSortedCap * sizeof(LaneCfg<4>::Col) <= 4 * kLaneListAt &&
+                  LaneCfg<8>::kRows * kLaneSortedCap * sizeof(LaneCfg<8>::Col) <= 4 * kLaneListAt,
+              "the ranked columns fit over the counters");
+// The largest k whose rank-ordered output the lane kernel gives; above it the sorted call takes
+// the warp kernel (H100, 2^18 rows of 256: k = 8 0.82x, 16 0.93x, 24 1.04x, 32 1.10x of its time;
+// notes v36).
+constexpr int kLaneSortedMaxK = 16;
+static_assert(kLaneSortedMaxK <= kLaneSortedCap, "a row's keys fit its member list");
+// Eight lanes a row (rows of 449..512): written and tested (notes v35), not dispatched: measured
+// no faster than the warp kernel at 512 (0.96-1.0x) and slower below (470: 1.22-1.33x; notes v36).
 constexpr bool kLaneEight = false;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
               "counters 512-byte aligned");
@@ -289,14 +282,17 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
   __syncwarp();
 }
 
-// A member of b* as a 64-bit key {low: 0xFFFF - index, high: the value's order-preserving bits}:
-// a larger key ranks first (larger value, then lower index).  v is finite; +0 for -0 (equal
-// values).
+// An element as a 64-bit key {low: 0xFFFF - index, high: the directed value's order-preserving
+// bits}: a larger key ranks first (larger value, then lower index); +0 for -0 (equal values).
+// NaN: one key for all, whatever the sign and payload, above every value (kNanTop: the k largest,
+// where NaN ranks first) or below (the k smallest, where it ranks last).  Among b*'s members the
+// NaN place does not matter: a bucket of NaN holds nothing else.
+template <bool kNanTop = true>
 __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
   const uint32_t b = __float_as_uint(v + 0.f);
-  // (NaN: one key for all, whatever the sign and payload; a bucket of NaN holds nothing else.)
-  return make_uint2(0xFFFFu - uint32_t(idx),
-                    v != v ? 0xFFFFFFFFu : b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
+  return make_uint2(0xFFFFu - uint32_t(idx), v != v
+                                                 ? (kNanTop ? 0xFFFFFFFFu : 0u)
+                                                 : b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
 }
 
 // The bucket map of a row's directed value v as the integer-valued float 2^23 + bucket (the
@@ -569,54 +565,30 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
 }
 
-// A row's counters as exclusive prefix sums in place (lane l: buckets 256 / G * l on, in 16
-// words): the lanes' totals by a group scan, within a word w * 0x01010101 (bytes) or
-// w * 0x00010001 (halves): each counter the sum of those up to it.  Exact up to b*: the counts
-// before it sum to less than k <= kLaneMaxK, b*'s own fits its counter and an overflow only
-// carries upward.
-template <int G>
-__device__ __forceinline__ void lane_bucket_starts(uint32_t* hrow, int l) {
-  constexpr int W = LaneCfg<G>::kW;
-  uint4* const p = reinterpret_cast<uint4*>(hrow + 16 * l);
-  uint32_t w[16];
+// Rank order: ranks items l, l + G, ... (N at most) of a row's list of n keys (lane_member_key;
+// n <= kLaneSortedCap, an odd n padded by a zero key) against the whole list, and writes each
+// item's column at its rank (the keys above it) in out.  The list is read in pairs, each pair
+// compared with all the lane's items.
+template <int N, int G, typename Col>
+__device__ __forceinline__ void lane_rank_list(const uint2* lk, int n, int l, bool ok, Col* out) {
+  uint64_t kv[N];
+  int rank[N];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint4 q = p[i];
-    w[4 * i] = q.x;
-    w[4 * i + 1] = q.y;
-    w[4 * i + 2] = q.z;
-    w[4 * i + 3] = q.w;
+  for (int t = 0; t < N; ++t) {
+    const uint2 e = lk[min(l + G * t, n - 1)];  // (past the list: a copy, not written)
+    kv[t] = (uint64_t(e.y) << 32) | e.x;
+    rank[t] = 0;
   }
-  int tot = 0;
+  const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
+  for (int q = 0; q < (n + 1) / 2; ++q) {
+    const uint4 e = lk2[q];
+    const uint64_t k0 = (uint64_t(e.y) << 32) | e.x, k1 = (uint64_t(e.w) << 32) | e.z;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) tot = lane_word_sum<W>(w[i], tot);
-  uint32_t base = uint32_t(lane_group_inclusive<G>(tot, l) - tot);
-  constexpr uint32_t kOnes = W == 1 ? 0x01010101u : 0x00010001u;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const uint32_t incl = w[i] * kOnes;
-    w[i] = incl - w[i] + base * kOnes;
-    base += incl >> (32 - 8 * W);
+    for (int t = 0; t < N; ++t) rank[t] += int(k0 > kv[t]) + int(k1 > kv[t]);
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) p[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
-}
-
-// Adds one to the counter of bucket `bits & 0xFF` and returns its value before (a returning
-// shared atomic: the element's slot among its bucket's).
-template <int W>
-__device__ __forceinline__ int lane_arrive(uint32_t hbase, uint32_t bits) {
-  uint32_t old = 0;
-#if defined(__CUDA_ARCH__)
-  asm volatile("atom.shared.add.u32 %0, [%1], %2;"
-               : "=r"(old)
-               : "r"(hbase | lane_counter_word<W>(bits)), "r"(lane_counter_add<W>(bits, 1u))
-               : "memory");
-#elif defined(RTOPK_WARP_EMU)
-  old = rtopk_emu_shared_add(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, 1u));
-#endif
-  return W == 1 ? int((old >> ((bits & 3u) * 8u)) & 0xFFu)
-                : int((old >> ((bits & 1u) * 16u)) & 0xFFFFu);
+  for (int t = 0; t < N; ++t)
+    if (ok && l + G * t < n) out[rank[t]] = Col(0xFFFFu - uint32_t(kv[t]));
 }
 
 template <typename scalar_t, int G, bool kLargest, bool kSorted>
@@ -634,17 +606,15 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   const int g = lane / G, l = lane % G;
   float* const sf = reinterpret_cast<float*>(smem[warp]);
   uint32_t* const aux = smem[warp] + kLaneStageWords;
-  float* const mine =
-      sf + g * C::kRowWords + l * kLaneChunk;  // this lane's 64 elements (+ 4 spare)
-  const float* const vrow = mine;
+  const float* const vrow = sf + g * C::kRowWords + l * kLaneChunk;  // this lane's 64 elements
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
   uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
   uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
-  // (Sorted output: the rows' columns in rank order, kLaneMaxK a row.)
+  // (Sorted output: the rows' columns in rank order, kLaneSortedCap a row, over the counters.)
   using Col = typename C::Col;
-  Col* const ranked = reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneRankedAt);
+  Col* const ranked = reinterpret_cast<Col*>(aux);
   const int npad = C::kCols - cols;
   // The last lane's slots from cols - 64 (G - 1) on are padding.
   const int nreal = l == G - 1 ? cols - (G - 1) * kLaneE : kLaneE;
@@ -749,11 +719,6 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
 #pragma unroll
       for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
     }
-    if constexpr (kSorted) {
-      // Kept for the rank order in the lane's spare staging words (in registers they spilled).
-      mine[kLaneE] = mtop;
-      mine[kLaneE + 1] = mscale;
-    }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
     const float upad = __shfl_sync(kFullMask, u[0], G * g);
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
@@ -817,12 +782,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       w[0] &= valid0;
       w[1] &= valid1;
       if (__any_sync(kFullMask, crowded)) {
-        // (Sorted output: the first level's counters are kept for the bucket starts, the levels
-        // count in the member lists' words.)
-        constexpr int kAt = kSorted ? kLaneListAt : 0;
-        const LaneCrowd t =
-            lane_crowded<G>(vrow, hrow + kAt, hbase + 4u * kAt, a[0], a[1], w[0] & ~a[0],
-                            w[1] & ~a[1], nn, need, crowded, tied, g, l);
+        const LaneCrowd t = lane_crowded<G>(vrow, hrow, hbase, a[0], a[1], w[0] & ~a[0],
+                                            w[1] & ~a[1], nn, need, crowded, tied, g, l);
         if (crowded && t.resolved) {
           a[0] = t.a0;
           a[1] = t.a1;
@@ -884,28 +845,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       // (The shuffle outside the && : every lane must take part in it.)
       const int taken = __shfl_sync(kFullMask, tinc, G * g + G - 1);
       ok = (ok || equal) && taken == k;
-      // Rank order (kSorted).  A row of one key keeps index order.  Otherwise each taken element
-      // goes to its bucket's start (the first level's counters as exclusive prefix sums: every
-      // taken element's bucket is at most b*, and every element of a bucket before b* is taken)
-      // plus the number of its bucket-mates that rank above it, found in the scatter list (the
-      // taken columns grouped by bucket through returning atomics on the starts).
-      Col* const tl =
-          reinterpret_cast<Col*>(reinterpret_cast<uint8_t*>(aux) + kLaneScatterAt) + kLaneMaxK * g;
-      Col* const rl = ranked + kLaneMaxK * g;
-      const bool scat = kSorted && ok && !equal;
-      const bool any_scat = kSorted && __any_sync(kFullMask, scat);
-      if (any_scat) {
-        lane_bucket_starts<G>(hrow, l);
-        __syncwarp();
-      }
-      // (The bucket of a staged value, as the first level mapped it.)
-      const float st_top = vrow[kLaneE], st_scale = vrow[kLaneE + 1];
-      const auto bucket_bits = [&](float v) {
-        return __float_as_uint(nonfinite ? lane_map<true>(st_top, st_scale, mnanb, v)
-                                         : lane_map<false>(st_top, st_scale, mnanb, v));
-      };
-      // Output indices staged in index order (or scattered by bucket); rows whose count is off
-      // (none should be) fall back.
+      // Output indices staged in index order; rows whose count is off (none should be) fall back.
+      // Rank order (kSorted, k <= kLaneSortedCap): the taken elements listed as rank keys instead,
+      // then each ranked against its row's list.
       if (ok) {
         int pos = tinc - tc;
 #pragma unroll
@@ -914,50 +856,28 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
           while (tm) {
             const int j = __ffs(tm) - 1 + 32 * h;
             tm &= tm - 1;
-            if constexpr (!kSorted)
-              so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
-            else if (scat)
-              tl[lane_arrive<W>(hbase, bucket_bits(vrow[j]))] = Col(kLaneE * l + j);
+            if constexpr (kSorted)
+              lk[pos++] = lane_member_key<kLargest>(vrow[j], kLaneE * l + j);
             else
-              rl[pos++] = Col(kLaneE * l + j);
+              so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
           }
         }
       }
-      if (any_scat) {
+      if constexpr (kSorted) {
+        // (An odd list ends with a key below every member: the ranking reads pairs.)
+        if (ok && l == G - 1 && (k & 1)) lk[k] = make_uint2(0u, 0u);
         __syncwarp();
-        // After the scatter a bucket's counter holds its end, the one before it its start.
-        const auto bucket_end = [&](int b) {
-          return W == 1 ? int(reinterpret_cast<const uint8_t*>(hrow)[b])
-                        : int(reinterpret_cast<const uint16_t*>(hrow)[b]);
-        };
-        bool over = false;
-        if (scat) {
-          for (int i = l; i < k; i += G) {
-            const int c = tl[i];
-            const float v = sf[lane_stage_at<G>(g, c)];
-            const int b = int(bucket_bits(v) & 0xFFu);
-            const int st = b > 0 ? bucket_end(b - 1) : 0, en = bucket_end(b);
-            int rank = st;
-            if (en - st > kLaneSortFill) {
-              over = true;
-            } else if (en - st > 1) {
-              // Mates rank above: a larger value, or an equal one (every NaN of a NaN bucket
-              // too) at a lower index.  A bucket holds only finite values, or only one
-              // non-finite key.
-              const bool nan = v != v;
-              for (int q = st; q < en; ++q) {
-                const int c2 = tl[q];
-                const float v2 = sf[lane_stage_at<G>(g, c2)];
-                rank += int(v2 > v || ((v2 == v || nan) && c2 < c));
-              }
-            }
-            rl[rank] = Col(c);
-          }
-        }
-        // Rows with an over-full bucket: to the fallback.  (The ballot outside the && : every
-        // lane must take part in it.)
-        const unsigned overs = __ballot_sync(kFullMask, over);
-        ok = ok && !((overs >> (G * g)) & C::kGroupBits);
+        // Items l, l + G, ... of the row's list a lane: one to eight (k <= 32, G = 4).
+        const int per = (k + G - 1) / G;
+        Col* const rl = ranked + kLaneSortedCap * g;
+        if (per <= 1)
+          lane_rank_list<1, G>(lk, k, l, ok, rl);
+        else if (per <= 2)
+          lane_rank_list<2, G>(lk, k, l, ok, rl);
+        else if (per <= 4)
+          lane_rank_list<4, G>(lk, k, l, ok, rl);
+        else
+          lane_rank_list<kLaneSortedCap / G, G>(lk, k, l, ok, rl);
       }
       okmask = __ballot_sync(kFullMask, ok);
       __syncwarp();
@@ -967,7 +887,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       for (int e = lane; e < nrows * k; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20);
         if (okmask >> (G * gg) & 1u) {
-          const int idx = kSorted ? int(ranked[kLaneMaxK * gg + (e - gg * k)])
+          const int idx = kSorted ? int(ranked[kLaneSortedCap * gg + (e - gg * k)])
                                   : int(so[kLaneOutStride * gg + (e - gg * k)]);
           const float v = sf[lane_stage_at<G>(gg, idx)];
           // (NaN re-read: its payload as given.)
