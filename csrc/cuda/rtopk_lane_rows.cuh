@@ -20,7 +20,7 @@
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
 //   rank order (kSorted, rtopk.topk's sorted=True, k <= 32): the taken elements listed as keys
 //           (value, then index), each ranked by its count of larger keys (pairwise: cheap for
-//           small k only; notes v36).
+//           small k only: dispatched up to kLaneSortedMaxK; notes v36).
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
