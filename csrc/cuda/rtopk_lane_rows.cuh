@@ -64,26 +64,37 @@ struct LaneCfg {
   using Col = std::conditional_t<G == 4, uint8_t, uint16_t>;  // a column in the sorted lists
 };
 
+// The lean layout (notes v36 item 5; an experiment until measured): the elements' buckets are not
+// held in registers but recomputed from the staging at each use, and the member lists and output
+// indices lie over the counters, so that a warp needs ~96 registers and 10.5 KB of shared memory
+// (10 blocks of two warps an SM, 20 warps, against 16 with 128 registers and 12.5 KB).
+#ifndef RTOPK_LANE_LEAN
+#define RTOPK_LANE_LEAN 0
+#endif
+constexpr bool kLaneLean = RTOPK_LANE_LEAN != 0;
 // After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
-// 256 * kW-byte steps: an atomic's word address is one OR), then the member lists (32 values and
-// 32 64-bit keys a row); the output indices (16-bit, kLaneOutStride a row) reuse both once b*'s
-// members are ranked.
+// 256 * kW-byte steps: an atomic's word address is one OR), then (not lean) the member lists (32
+// 64-bit keys a row; lean: over the row's counters, which are read by then); the output indices
+// (kLaneOutStride a row; 16-bit, lean: Col) reuse both once b*'s members are ranked.
 constexpr int kLaneListAt = 512;
 static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneListAt &&
                   LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt,
               "the rows' counters fill the first part");
 constexpr int kLaneOutStride = kLaneMaxK + 8;
-constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
+constexpr int kLaneAuxWords = kLaneLean ? kLaneListAt : kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
-static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
-// Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list's
-// words (32 keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order over the
-// counters, kLaneSortedCap a row (a byte a column with four lanes a row, two with eight).
-constexpr int kLaneSortedCap = 32;
-static_assert(LaneCfg<4>::kRows * kLaneSortedCap * sizeof(LaneCfg<4>::Col) <= 4 * kLaneListAt &&
-                  LaneCfg<8>::kRows * kLaneSortedCap * sizeof(LaneCfg<8>::Col) <= 4 * kLaneListAt,
-              "the ranked columns fit over the counters");
+constexpr int kLaneMinBlocks = kLaneLean ? 10 : 8;  // (__launch_bounds__: the registers)
+static_assert(8 * kLaneOutStride * (kLaneLean ? 1 : 2) <= 4 * kLaneAuxWords &&
+                  4 * kLaneOutStride * 2 <= 4 * kLaneAuxWords,
+              "output staging fits");
+// Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list
+// (kLaneSortedCap keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in
+// the row's counter words after those keys (a byte a column with four lanes a row, two with eight).
+constexpr int kLaneSortedCap = 16;
+constexpr int kLaneRankedAt = 2 * kLaneSortedCap;  // (words from the row's counters)
+static_assert(kLaneRankedAt * 4 + kLaneSortedCap * 2 <= 4 * LaneCfg<4>::kHistWords,
+              "the keys and the ranked columns fit a row's counter words");
 // The largest k whose rank-ordered output the lane kernel gives; above it the sorted call takes
 // the warp kernel (H100, 2^18 rows of 256: k = 8 0.82x, 16 0.93x, 24 1.04x, 32 1.10x of its time;
 // notes v36).
@@ -565,6 +576,19 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
 }
 
+// f(j, v) for the lane's 64 staged elements, read 16 bytes at a time (j a constant once unrolled).
+template <typename F>
+__device__ __forceinline__ void lane_each(const float* vrow, F&& f) {
+#pragma unroll
+  for (int i = 0; i < kLaneE / 4; ++i) {
+    const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+    f(4 * i, q.x);
+    f(4 * i + 1, q.y);
+    f(4 * i + 2, q.z);
+    f(4 * i + 3, q.w);
+  }
+}
+
 // Rank order: ranks items l, l + G, ... (N at most) of a row's list of n keys (lane_member_key;
 // n <= kLaneSortedCap, an odd n padded by a zero key) against the whole list, and writes each
 // item's column at its rank (the keys above it) in out.  The list is read in pairs, each pair
@@ -592,7 +616,7 @@ __device__ __forceinline__ void lane_rank_list(const uint2* lk, int n, int l, bo
 }
 
 template <typename scalar_t, int G, bool kLargest, bool kSorted>
-__global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
+__global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
   using E = Elem<scalar_t>;
@@ -610,11 +634,16 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
-  uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
-  uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
-  // (Sorted output: the rows' columns in rank order, kLaneSortedCap a row, over the counters.)
+  // Member keys (lean: over the row's counters).
+  uint2* const lk =
+      reinterpret_cast<uint2*>(aux + (kLaneLean ? C::kHistWords * g : kLaneListAt + 64 * g));
   using Col = typename C::Col;
-  Col* const ranked = reinterpret_cast<Col*>(aux);
+  using OutCol = std::conditional_t<kLaneLean, Col, uint16_t>;
+  OutCol* const so = reinterpret_cast<OutCol*>(aux);  // output indices, kLaneOutStride a row
+  // (Sorted output: row rr's columns in rank order.)
+  const auto ranked = [&](int rr) {
+    return reinterpret_cast<Col*>(aux + C::kHistWords * rr + kLaneRankedAt);
+  };
   const int npad = C::kCols - cols;
   // The last lane's slots from cols - 64 (G - 1) on are padding.
   const int nreal = l == G - 1 ? cols - (G - 1) * kLaneE : kLaneE;
@@ -629,22 +658,36 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     const int64_t r0 = blk * C::kRows;
     const int nrows = int(min(int64_t(C::kRows), rows - r0));
     lane_stage_rows<scalar_t, G, kLargest>(in + r0 * cols, nrows, cols, sf);
-    float u[kLaneE];
+    // Not lean: the lane's elements in registers, then their buckets (u).  Lean: read from the
+    // staging at each pass, the buckets recomputed (each_bucket).
+    float u[kLaneLean ? 1 : kLaneE];
+    if constexpr (!kLaneLean) {
 #pragma unroll
-    for (int i = 0; i < kLaneE / 4; ++i) {
-      const float4 w = *reinterpret_cast<const float4*>(vrow + 4 * i);
-      u[4 * i] = w.x;
-      u[4 * i + 1] = w.y;
-      u[4 * i + 2] = w.z;
-      u[4 * i + 3] = w.w;
+      for (int i = 0; i < kLaneE / 4; ++i) {
+        const float4 w = *reinterpret_cast<const float4*>(vrow + 4 * i);
+        u[4 * i] = w.x;
+        u[4 * i + 1] = w.y;
+        u[4 * i + 2] = w.z;
+        u[4 * i + 3] = w.w;
+      }
     }
+    // f(j, element j's value).
+    const auto each_value = [&](auto&& f) {
+      if constexpr (kLaneLean) {
+        lane_each(vrow, f);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j) f(j, u[j]);
+      }
+    };
     // Min / max (NaN-propagating: a row with NaN or +-inf takes the map below).
-    float mn = u[0], mx = u[0];
-#pragma unroll
-    for (int j = 1; j < kLaneE; ++j) {
-      mn = min_nan(mn, u[j]);
-      mx = max_nan(mx, u[j]);
-    }
+    float mn = kLaneLean ? vrow[0] : u[0], mx = mn;
+    each_value([&](int j, float v) {
+      if (j > 0) {
+        mn = min_nan(mn, v);
+        mx = max_nan(mx, v);
+      }
+    });
 #pragma unroll
     for (int o = 1; o < G; o *= 2) {
       mn = min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
@@ -662,19 +705,18 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
     // equal keys only.  (Warp-uniform: the finite rows' map is the one above.)
     const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
-    // The row's map (lane_map): set below, kept for the sorted output's recompute.
+    // The row's map (lane_map): set below.
     float mtop, mscale;
     const float mnanb = kLargest ? 8388608.f : 8388863.f;
     uint32_t finm[2] = {~0u, ~0u};  // the lane's finite elements
     int ncls[3] = {0, 0, 0};        // its NaN, +inf and -inf
     if (nonfinite) {
       float fmn = __int_as_float(0x7f800000), fmx = -fmn;
-#pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
-        const bool fin = fabsf(u[j]) < __int_as_float(0x7f800000);
-        fmn = fin ? fminf(fmn, u[j]) : fmn;
-        fmx = fin ? fmaxf(fmx, u[j]) : fmx;
-      }
+      each_value([&](int, float v) {
+        const bool fin = fabsf(v) < __int_as_float(0x7f800000);
+        fmn = fin ? fminf(fmn, v) : fmn;
+        fmx = fin ? fmaxf(fmx, v) : fmx;
+      });
 #pragma unroll
       for (int o = 1; o < G; o *= 2) {
         fmn = fminf(fmn, __shfl_xor_sync(kFullMask, fmn, o));
@@ -689,17 +731,16 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       mtop = spread && fits ? fmx : 0.f;
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
       uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
-#pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
-        const float v = u[j];
+      each_value([&](int j, float v) {
         const bool fin = fabsf(v) < __int_as_float(0x7f800000);
         finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
         nanm[j / 32] |= v != v ? 1u << (j % 32) : 0u;
         pinfm[j / 32] |= v > FLT_MAX ? 1u << (j % 32) : 0u;
-        u[j] = lane_map<true>(mtop, mscale, mnanb, v);
-        bmn = fminf(bmn, u[j]);
-        bmx = fmaxf(bmx, u[j]);
-      }
+        const float b = lane_map<true>(mtop, mscale, mnanb, v);
+        if constexpr (!kLaneLean) u[j] = b;
+        bmn = fminf(bmn, b);
+        bmx = fmaxf(bmx, b);
+      });
       // The lane's NaN, +inf and -inf: counted at once below (one atomic each, not one an element
       // on a single counter).
       ncls[0] = __popc(nanm[0]) + __popc(nanm[1]);
@@ -716,11 +757,29 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
     } else {
       mscale = ok ? scale : 0.f;
       mtop = ok ? mx : 0.f;
+      if constexpr (!kLaneLean) {
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+        for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+      }
     }
+    // f(j, element j's bucket as u) with the map of the warp (nf: std::true_type when nonfinite;
+    // not lean, u holds the buckets whichever map).
+    const auto each_bucket = [&](auto nf, auto&& f) {
+      if constexpr (kLaneLean) {
+        lane_each(vrow, [&](int j, float v) {
+          f(j, lane_map<decltype(nf)::value>(mtop, mscale, mnanb, v));
+        });
+      } else {
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j) f(j, u[j]);
+      }
+    };
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
-    const float upad = __shfl_sync(kFullMask, u[0], G * g);
+    float u0 = u[0];
+    if constexpr (kLaneLean)
+      u0 = nonfinite ? lane_map<true>(mtop, mscale, mnanb, vrow[0])
+                     : lane_map<false>(mtop, mscale, mnanb, vrow[0]);
+    const float upad = __shfl_sync(kFullMask, u0, G * g);
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
     // to the fallback.
     unsigned okmask = 0u;
@@ -733,9 +792,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
             make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
       if (nonfinite) {
-#pragma unroll
-        for (int j = 0; j < kLaneE; ++j)
-          lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
+        each_bucket(std::true_type{}, [&](int j, float b) {
+          lane_count_if<W>(hbase, __float_as_uint(b), ok && lane_has(finm[0], finm[1], j));
+        });
         const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
@@ -743,12 +802,10 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
           if (ok && ncls[c] > 0) lane_count<W>(hbase, bits, uint32_t(ncls[c]));
         }
       } else {
-#pragma unroll
-        for (int j = 0; j < kLaneE; ++j) {
-          const uint32_t bits = __float_as_uint(u[j]);
-          if (ok)
-            lane_count<W>(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
-        }
+        each_bucket(std::false_type{}, [&](int, float b) {
+          if (ok)  // (rows of one value would serialise on one counter)
+            lane_count<W>(hbase, __float_as_uint(b), 1u);
+        });
       }
       if (ok && npad > 0 && l == G - 1) {
         // The padding slots copy the row's first element: take them back out of its bucket.
@@ -772,11 +829,14 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
       const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
       uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
-#pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
-        a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
-        w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
-      }
+      const auto take = [&](int j, float b) {
+        a[j / 32] |= b < cs ? 1u << (j % 32) : 0u;
+        w[j / 32] |= b < ch ? 1u << (j % 32) : 0u;
+      };
+      if (kLaneLean && nonfinite)
+        each_bucket(std::true_type{}, take);
+      else
+        each_bucket(std::false_type{}, take);
       a[0] &= valid0;
       a[1] &= valid1;
       w[0] &= valid0;
@@ -859,7 +919,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
             if constexpr (kSorted)
               lk[pos++] = lane_member_key<kLargest>(vrow[j], kLaneE * l + j);
             else
-              so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+              so[kLaneOutStride * g + pos++] = OutCol(kLaneE * l + j);
           }
         }
       }
@@ -867,15 +927,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
         // (An odd list ends with a key below every member: the ranking reads pairs.)
         if (ok && l == G - 1 && (k & 1)) lk[k] = make_uint2(0u, 0u);
         __syncwarp();
-        // Items l, l + G, ... of the row's list a lane: one to eight (k <= 32, G = 4).
+        // Items l, l + G, ... of the row's list a lane: one to four (k <= 16, G = 4).
         const int per = (k + G - 1) / G;
-        Col* const rl = ranked + kLaneSortedCap * g;
+        Col* const rl = ranked(g);
         if (per <= 1)
           lane_rank_list<1, G>(lk, k, l, ok, rl);
         else if (per <= 2)
           lane_rank_list<2, G>(lk, k, l, ok, rl);
-        else if (per <= 4)
-          lane_rank_list<4, G>(lk, k, l, ok, rl);
         else
           lane_rank_list<kLaneSortedCap / G, G>(lk, k, l, ok, rl);
       }
@@ -887,8 +945,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       for (int e = lane; e < nrows * k; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20);
         if (okmask >> (G * gg) & 1u) {
-          const int idx = kSorted ? int(ranked[kLaneSortedCap * gg + (e - gg * k)])
-                                  : int(so[kLaneOutStride * gg + (e - gg * k)]);
+          const int idx =
+              kSorted ? int(ranked(gg)[e - gg * k]) : int(so[kLaneOutStride * gg + (e - gg * k)]);
           const float v = sf[lane_stage_at<G>(gg, idx)];
           // (NaN re-read: its payload as given.)
           ov[e] = v != v ? in[(r0 + gg) * cols + idx] : E::from_compute(directed<kLargest>(v));
@@ -902,6 +960,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, 8)
       const int gg = (__ffs(left) - 1) / G;
       left &= left - 1;
       const int64_t r = r0 + gg;
+#if defined(RTOPK_WARP_EMU)
+      if (lane == 0) rtopk_emu_note_fallback();
+#endif
       warp_value_row<scalar_t, C::kVpt, kLargest, kSorted>(
           in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f,
           *reinterpret_cast<typename FB::B::Val*>(sf + FB::kValAt),

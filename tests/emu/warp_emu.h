@@ -258,6 +258,10 @@ inline uint32_t rtopk_emu_shared_add(uint32_t addr, uint32_t v) {
   *p = old + v;
   return old;
 }
+// Rows a kernel leaves to its fallback (the lane kernel notes each): a test can tell the fast path
+// from the slow one, which give the same answer.
+inline long g_emu_fallback_rows = 0;
+inline void rtopk_emu_note_fallback() { ++g_emu_fallback_rows; }
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
   const unsigned old = *p;
   *p = old + v;
