@@ -18,7 +18,7 @@
 //           else (at most 32 members) each member ranked against the others (value, then index);
 //           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
-//   rank order (kSorted, rtopk.topk's sorted=True, k <= 32): the taken elements listed as keys
+//   rank order (kSorted, rtopk.topk's sorted=True, k <= 16): the taken elements listed as keys
 //           (value, then index), each ranked by its count of larger keys (pairwise: cheap for
 //           small k only: dispatched up to kLaneSortedMaxK; notes v36).
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
@@ -775,10 +775,12 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       }
     };
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
-    float u0 = u[0];
+    float u0;
     if constexpr (kLaneLean)
       u0 = nonfinite ? lane_map<true>(mtop, mscale, mnanb, vrow[0])
                      : lane_map<false>(mtop, mscale, mnanb, vrow[0]);
+    else
+      u0 = u[0];
     const float upad = __shfl_sync(kFullMask, u0, G * g);
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
     // to the fallback.
