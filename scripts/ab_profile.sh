@@ -30,3 +30,6 @@ for v in a b; do
       "$rep" | sed 's/  */ /g'
   done
 done
+# (The device tool returns at most 8 files: all of them in one tarball, alone when there are more.)
+tar czf "$OUT/logs.tgz" -C "$OUT" --exclude logs.tgz . 2>/dev/null &&
+  [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] && find "$OUT" -type f ! -name logs.tgz -delete
