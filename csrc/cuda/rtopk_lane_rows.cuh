@@ -467,6 +467,19 @@ __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, boo
 #endif
 }
 
+// f(j, v) for the lane's 64 staged elements, read 16 bytes at a time (j a constant once unrolled).
+template <typename F>
+__device__ __forceinline__ void lane_each(const float* vrow, F&& f) {
+#pragma unroll
+  for (int i = 0; i < kLaneE / 4; ++i) {
+    const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
+    f(4 * i, q.x);
+    f(4 * i + 1, q.y);
+    f(4 * i + 2, q.z);
+    f(4 * i + 3, q.w);
+  }
+}
+
 // Resolves crowded rows inside the lane path.  Each level: the members' min and max (equal:
 // the first `need` by index, done), 256 counters over that range (the same bucket map as the
 // first level, so equal values share a bucket and larger values never come later), the bucket of
@@ -488,17 +501,11 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     // The members' range (not needed when every row left is tied).
     float lo = __int_as_float(0x7f800000), hi = -lo;
     if (__any_sync(kFullMask, act && !tied))
-#pragma unroll
-      for (int i = 0; i < kLaneE / 4; ++i) {
-        const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-        const float qv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const bool in = lane_has(m0, m1, 4 * i + t);
-          lo = in ? fminf(lo, qv[t]) : lo;
-          hi = in ? fmaxf(hi, qv[t]) : hi;
-        }
-      }
+      lane_each(vrow, [&](int j, float v) {
+        const bool in = lane_has(m0, m1, j);
+        lo = in ? fminf(lo, v) : lo;
+        hi = in ? fmaxf(hi, v) : hi;
+      });
 #pragma unroll
     for (int o = 1; o < G; o *= 2) {
       lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
@@ -525,16 +532,10 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     for (int i = 0; i < 4; ++i)
       *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
     __syncwarp();
-#pragma unroll
-    for (int i = 0; i < kLaneE / 4; ++i) {
-      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-      const float qv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int t = 0; t < 4; ++t)
-        lane_count_if<LaneCfg<G>::kW>(hbase,
-                                      __float_as_uint(lane_map<false>(hi, scale, 0.f, qv[t])),
-                                      lane_has(m0, m1, 4 * i + t));
-    }
+    lane_each(vrow, [&](int j, float v) {
+      lane_count_if<LaneCfg<G>::kW>(hbase, __float_as_uint(lane_map<false>(hi, scale, 0.f, v)),
+                                    lane_has(m0, m1, j));
+    });
     __syncwarp();
     const LaneCut cut = lane_bucket_cut<G>(hrow, max(need, 1), g, l);
     __syncwarp();  // the counters are read (the next level zeroes them)
@@ -542,18 +543,11 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
     const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
     uint32_t lt[2] = {0u, 0u}, le[2] = {0u, 0u};
-#pragma unroll
-    for (int i = 0; i < kLaneE / 4; ++i) {
-      const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-      const float qv[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int j = 4 * i + t;
-        const float u = lane_map<false>(hi, scale, 0.f, qv[t]);
-        lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
-        le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
-      }
-    }
+    lane_each(vrow, [&](int j, float v) {
+      const float u = lane_map<false>(hi, scale, 0.f, v);
+      lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
+      le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
+    });
     if (act && cut.found) {
       a0 |= lt[0] & m0;
       a1 |= lt[1] & m1;
@@ -576,40 +570,36 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
 }
 
-// f(j, v) for the lane's 64 staged elements, read 16 bytes at a time (j a constant once unrolled).
-template <typename F>
-__device__ __forceinline__ void lane_each(const float* vrow, F&& f) {
+// A key of lane_member_key as one integer.
+__device__ __forceinline__ uint64_t lane_key64(uint2 e) { return (uint64_t(e.y) << 32) | e.x; }
+
+// Adds to rank[t] the number of keys in a list of n (lane_member_key; an odd n padded by a zero
+// key, below every member) above kv[t]: the list read in pairs, each pair compared with all N.
+template <int N>
+__device__ __forceinline__ void lane_keys_above(const uint2* lk, int n, const uint64_t (&kv)[N],
+                                                int (&rank)[N]) {
+  const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
+  for (int q = 0; q < (n + 1) / 2; ++q) {
+    const uint4 e = lk2[q];
+    const uint64_t k0 = lane_key64(make_uint2(e.x, e.y)), k1 = lane_key64(make_uint2(e.z, e.w));
 #pragma unroll
-  for (int i = 0; i < kLaneE / 4; ++i) {
-    const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
-    f(4 * i, q.x);
-    f(4 * i + 1, q.y);
-    f(4 * i + 2, q.z);
-    f(4 * i + 3, q.w);
+    for (int t = 0; t < N; ++t) rank[t] += int(k0 > kv[t]) + int(k1 > kv[t]);
   }
 }
 
 // Rank order: ranks items l, l + G, ... (N at most) of a row's list of n keys (lane_member_key;
-// n <= kLaneSortedCap, an odd n padded by a zero key) against the whole list, and writes each
-// item's column at its rank (the keys above it) in out.  The list is read in pairs, each pair
-// compared with all the lane's items.
+// n <= kLaneSortedCap) against the whole list, and writes each item's column at its rank (the keys
+// above it) in out.
 template <int N, int G, typename Col>
 __device__ __forceinline__ void lane_rank_list(const uint2* lk, int n, int l, bool ok, Col* out) {
   uint64_t kv[N];
   int rank[N];
 #pragma unroll
   for (int t = 0; t < N; ++t) {
-    const uint2 e = lk[min(l + G * t, n - 1)];  // (past the list: a copy, not written)
-    kv[t] = (uint64_t(e.y) << 32) | e.x;
+    kv[t] = lane_key64(lk[min(l + G * t, n - 1)]);  // (past the list: a copy, not written)
     rank[t] = 0;
   }
-  const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
-  for (int q = 0; q < (n + 1) / 2; ++q) {
-    const uint4 e = lk2[q];
-    const uint64_t k0 = (uint64_t(e.y) << 32) | e.x, k1 = (uint64_t(e.w) << 32) | e.z;
-#pragma unroll
-    for (int t = 0; t < N; ++t) rank[t] += int(k0 > kv[t]) + int(k1 > kv[t]);
-  }
+  lane_keys_above(lk, n, kv, rank);
 #pragma unroll
   for (int t = 0; t < N; ++t)
     if (ok && l + G * t < n) out[rank[t]] = Col(0xFFFFu - uint32_t(kv[t]));
@@ -661,16 +651,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // Not lean: the lane's elements in registers, then their buckets (u).  Lean: read from the
     // staging at each pass, the buckets recomputed (each_bucket).
     float u[kLaneLean ? 1 : kLaneE];
-    if constexpr (!kLaneLean) {
-#pragma unroll
-      for (int i = 0; i < kLaneE / 4; ++i) {
-        const float4 w = *reinterpret_cast<const float4*>(vrow + 4 * i);
-        u[4 * i] = w.x;
-        u[4 * i + 1] = w.y;
-        u[4 * i + 2] = w.z;
-        u[4 * i + 3] = w.w;
-      }
-    }
+    if constexpr (!kLaneLean) lane_each(vrow, [&](int j, float v) { u[j] = v; });
     // f(j, element j's value).
     const auto each_value = [&](auto&& f) {
       if constexpr (kLaneLean) {
@@ -876,22 +857,16 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // (An odd list ends with a key below every member: the ranking reads pairs.)
         if (part && l == G - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
         __syncwarp();
-        const uint4* const lk2 = reinterpret_cast<const uint4*>(lk);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           uint32_t mm = h ? mem1 : mem0;
           while (mm) {
             const int j = __ffs(mm) - 1 + 32 * h;
             mm &= mm - 1;
-            const uint2 kv2 = lane_member_key(vrow[j], kLaneE * l + j);
-            const uint64_t kv = (uint64_t(kv2.y) << 32) | kv2.x;
-            int rank = 0;
-            for (int q = 0; q < (nn + 1) / 2; ++q) {
-              const uint4 e = lk2[q];
-              rank +=
-                  int(((uint64_t(e.y) << 32) | e.x) > kv) + int(((uint64_t(e.w) << 32) | e.z) > kv);
-            }
-            if (rank < need) a[h] |= 1u << (j - 32 * h);
+            const uint64_t kv[1] = {lane_key64(lane_member_key(vrow[j], kLaneE * l + j))};
+            int rank[1] = {0};
+            lane_keys_above(lk, nn, kv, rank);
+            if (rank[0] < need) a[h] |= 1u << (j - 32 * h);
           }
         }
         __syncwarp();
