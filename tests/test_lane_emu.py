@@ -42,10 +42,10 @@ def build_emulator(tmp_path_factory, name, defines=()):
     return exe
 
 
-@pytest.fixture(scope="module", params=[0, 1], ids=["layout", "lean_layout"])
-def emulator(tmp_path_factory, request):
-    """The kernel as dispatched, and with the lean layout (RTOPK_LANE_LEAN, not dispatched until measured)."""
-    return build_emulator(tmp_path_factory, "lane_emu", [f"RTOPK_LANE_LEAN={request.param}"])
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    """The lane kernel as dispatched, on the warp emulator."""
+    return build_emulator(tmp_path_factory, "lane_emu")
 
 
 def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid):

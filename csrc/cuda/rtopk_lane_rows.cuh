@@ -64,30 +64,22 @@ struct LaneCfg {
   using Col = std::conditional_t<G == 4, uint8_t, uint16_t>;  // a column in the sorted lists
 };
 
-// The lean layout (notes v36 item 5; an experiment until measured): the elements' buckets are not
-// held in registers but recomputed from the staging at each use, and the member lists and output
-// indices lie over the counters, so that a warp needs ~96 registers and 10.5 KB of shared memory
-// (10 blocks of two warps an SM, 20 warps, against 16 with 128 registers and 12.5 KB).
-#ifndef RTOPK_LANE_LEAN
-#define RTOPK_LANE_LEAN 0
-#endif
-constexpr bool kLaneLean = RTOPK_LANE_LEAN != 0;
+// (Buckets recomputed from the staging at each pass instead of held in registers, for 96 registers
+// and 20 warps an SM instead of 16: 1.03-1.07x the time with spills, notes v37.)
 // After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
-// 256 * kW-byte steps: an atomic's word address is one OR), then (not lean) the member lists (32
-// 64-bit keys a row; lean: over the row's counters, which are read by then); the output indices
-// (kLaneOutStride a row; 16-bit, lean: Col) reuse both once b*'s members are ranked.
+// 256 * kW-byte steps: an atomic's word address is one OR), then the member lists (32 64-bit keys
+// a row); the output indices (kLaneOutStride a row, 16-bit) reuse both once b*'s members are
+// ranked.
 constexpr int kLaneListAt = 512;
 static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneListAt &&
                   LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt,
               "the rows' counters fill the first part");
 constexpr int kLaneOutStride = kLaneMaxK + 8;
-constexpr int kLaneAuxWords = kLaneLean ? kLaneListAt : kLaneListAt + 8 * 64;
+constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
-constexpr int kLaneMinBlocks = kLaneLean ? 10 : 8;  // (__launch_bounds__: the registers)
-static_assert(8 * kLaneOutStride * (kLaneLean ? 1 : 2) <= 4 * kLaneAuxWords &&
-                  4 * kLaneOutStride * 2 <= 4 * kLaneAuxWords,
-              "output staging fits");
+constexpr int kLaneMinBlocks = 8;  // (__launch_bounds__: the registers)
+static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
 // Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list
 // (kLaneSortedCap keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in
 // the row's counter words after those keys (a byte a column with four lanes a row, two with eight).
@@ -624,12 +616,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
-  // Member keys (lean: over the row's counters).
-  uint2* const lk =
-      reinterpret_cast<uint2*>(aux + (kLaneLean ? C::kHistWords * g : kLaneListAt + 64 * g));
+  uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
   using Col = typename C::Col;
-  using OutCol = std::conditional_t<kLaneLean, Col, uint16_t>;
-  OutCol* const so = reinterpret_cast<OutCol*>(aux);  // output indices, kLaneOutStride a row
+  uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
   // (Sorted output: row rr's columns in rank order.)
   const auto ranked = [&](int rr) {
     return reinterpret_cast<Col*>(aux + C::kHistWords * rr + kLaneRankedAt);
@@ -648,27 +637,16 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     const int64_t r0 = blk * C::kRows;
     const int nrows = int(min(int64_t(C::kRows), rows - r0));
     lane_stage_rows<scalar_t, G, kLargest>(in + r0 * cols, nrows, cols, sf);
-    // Not lean: the lane's elements in registers, then their buckets (u).  Lean: read from the
-    // staging at each pass, the buckets recomputed (each_bucket).
-    float u[kLaneLean ? 1 : kLaneE];
-    if constexpr (!kLaneLean) lane_each(vrow, [&](int j, float v) { u[j] = v; });
-    // f(j, element j's value).
-    const auto each_value = [&](auto&& f) {
-      if constexpr (kLaneLean) {
-        lane_each(vrow, f);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kLaneE; ++j) f(j, u[j]);
-      }
-    };
+    // The lane's elements in registers, then their buckets (u).
+    float u[kLaneE];
+    lane_each(vrow, [&](int j, float v) { u[j] = v; });
     // Min / max (NaN-propagating: a row with NaN or +-inf takes the map below).
-    float mn = kLaneLean ? vrow[0] : u[0], mx = mn;
-    each_value([&](int j, float v) {
-      if (j > 0) {
-        mn = min_nan(mn, v);
-        mx = max_nan(mx, v);
-      }
-    });
+    float mn = u[0], mx = mn;
+#pragma unroll
+    for (int j = 1; j < kLaneE; ++j) {
+      mn = min_nan(mn, u[j]);
+      mx = max_nan(mx, u[j]);
+    }
 #pragma unroll
     for (int o = 1; o < G; o *= 2) {
       mn = min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
@@ -693,11 +671,12 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     int ncls[3] = {0, 0, 0};        // its NaN, +inf and -inf
     if (nonfinite) {
       float fmn = __int_as_float(0x7f800000), fmx = -fmn;
-      each_value([&](int, float v) {
-        const bool fin = fabsf(v) < __int_as_float(0x7f800000);
-        fmn = fin ? fminf(fmn, v) : fmn;
-        fmx = fin ? fmaxf(fmx, v) : fmx;
-      });
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        const bool fin = fabsf(u[j]) < __int_as_float(0x7f800000);
+        fmn = fin ? fminf(fmn, u[j]) : fmn;
+        fmx = fin ? fmaxf(fmx, u[j]) : fmx;
+      }
 #pragma unroll
       for (int o = 1; o < G; o *= 2) {
         fmn = fminf(fmn, __shfl_xor_sync(kFullMask, fmn, o));
@@ -712,16 +691,17 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       mtop = spread && fits ? fmx : 0.f;
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
       uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
-      each_value([&](int j, float v) {
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        const float v = u[j];
         const bool fin = fabsf(v) < __int_as_float(0x7f800000);
         finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
         nanm[j / 32] |= v != v ? 1u << (j % 32) : 0u;
         pinfm[j / 32] |= v > FLT_MAX ? 1u << (j % 32) : 0u;
-        const float b = lane_map<true>(mtop, mscale, mnanb, v);
-        if constexpr (!kLaneLean) u[j] = b;
-        bmn = fminf(bmn, b);
-        bmx = fmaxf(bmx, b);
-      });
+        u[j] = lane_map<true>(mtop, mscale, mnanb, v);
+        bmn = fminf(bmn, u[j]);
+        bmx = fmaxf(bmx, u[j]);
+      }
       // The lane's NaN, +inf and -inf: counted at once below (one atomic each, not one an element
       // on a single counter).
       ncls[0] = __popc(nanm[0]) + __popc(nanm[1]);
@@ -738,31 +718,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     } else {
       mscale = ok ? scale : 0.f;
       mtop = ok ? mx : 0.f;
-      if constexpr (!kLaneLean) {
 #pragma unroll
-        for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
-      }
+      for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
     }
-    // f(j, element j's bucket as u) with the map of the warp (nf: std::true_type when nonfinite;
-    // not lean, u holds the buckets whichever map).
-    const auto each_bucket = [&](auto nf, auto&& f) {
-      if constexpr (kLaneLean) {
-        lane_each(vrow, [&](int j, float v) {
-          f(j, lane_map<decltype(nf)::value>(mtop, mscale, mnanb, v));
-        });
-      } else {
-#pragma unroll
-        for (int j = 0; j < kLaneE; ++j) f(j, u[j]);
-      }
-    };
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
-    float u0;
-    if constexpr (kLaneLean)
-      u0 = nonfinite ? lane_map<true>(mtop, mscale, mnanb, vrow[0])
-                     : lane_map<false>(mtop, mscale, mnanb, vrow[0]);
-    else
-      u0 = u[0];
-    const float upad = __shfl_sync(kFullMask, u0, G * g);
+    const float upad = __shfl_sync(kFullMask, u[0], G * g);
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
     // to the fallback.
     unsigned okmask = 0u;
@@ -775,9 +735,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
             make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
       if (nonfinite) {
-        each_bucket(std::true_type{}, [&](int j, float b) {
-          lane_count_if<W>(hbase, __float_as_uint(b), ok && lane_has(finm[0], finm[1], j));
-        });
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j)
+          lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
         const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
@@ -785,10 +745,12 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
           if (ok && ncls[c] > 0) lane_count<W>(hbase, bits, uint32_t(ncls[c]));
         }
       } else {
-        each_bucket(std::false_type{}, [&](int, float b) {
-          if (ok)  // (rows of one value would serialise on one counter)
-            lane_count<W>(hbase, __float_as_uint(b), 1u);
-        });
+#pragma unroll
+        for (int j = 0; j < kLaneE; ++j) {
+          const uint32_t bits = __float_as_uint(u[j]);
+          if (ok)
+            lane_count<W>(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
+        }
       }
       if (ok && npad > 0 && l == G - 1) {
         // The padding slots copy the row's first element: take them back out of its bucket.
@@ -812,14 +774,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
       const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
       uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
-      const auto take = [&](int j, float b) {
-        a[j / 32] |= b < cs ? 1u << (j % 32) : 0u;
-        w[j / 32] |= b < ch ? 1u << (j % 32) : 0u;
-      };
-      if (kLaneLean && nonfinite)
-        each_bucket(std::true_type{}, take);
-      else
-        each_bucket(std::false_type{}, take);
+#pragma unroll
+      for (int j = 0; j < kLaneE; ++j) {
+        a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
+        w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
+      }
       a[0] &= valid0;
       a[1] &= valid1;
       w[0] &= valid0;
@@ -896,7 +855,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
             if constexpr (kSorted)
               lk[pos++] = lane_member_key<kLargest>(vrow[j], kLaneE * l + j);
             else
-              so[kLaneOutStride * g + pos++] = OutCol(kLaneE * l + j);
+              so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
           }
         }
       }
