@@ -6,7 +6,8 @@ processes in one call is how a kernel change is measured against its base.
 Both trees must hold an in-place build (`python setup.py build_ext --inplace`).
 
     python benchmarks/ab.py --a /path/to/base --b /path/to/change --rounds 3 \
-        --cells "262144x256:16,128;262144x768:16,64" --modes exact,it4 --dtype float32
+        --cells "262144x256:16,128;262144x768:16,64" --modes exact,it4 --dtype float32 \
+        --dists randn,randn5
 """
 
 import argparse
@@ -18,6 +19,11 @@ import sys
 
 MODES = {"exact": (-1, 0.0, False), "sorted": (-1, 0.0, True), "it2": (2, 0.0, False),
          "it4": (4, 0.0, False), "it8": (8, 0.0, False)}
+
+
+# Row values (--dists): randn, and the heavy tails of the issue's adversarial rows.
+DISTS = {"randn": lambda x: x, "randn3": lambda x: x.pow(3),
+         "randn5": lambda x: x.double().pow(5).to(x.dtype)}
 
 
 def parse_cells(text):
@@ -40,8 +46,8 @@ def child(args):
     dtype = getattr(torch, args.dtype)
     gen = torch.Generator(device="cuda").manual_seed(0)
     out = {}
-    for n, m, k in parse_cells(args.cells):
-        x = torch.randn(n, m, device="cuda", dtype=dtype, generator=gen)
+    for (n, m, k), dist in ((c, d) for c in parse_cells(args.cells) for d in args.dists.split(",")):
+        x = DISTS[dist](torch.randn(n, m, device="cuda", dtype=dtype, generator=gen))
         for mode in args.modes.split(","):
             max_iter, eps, sorted_ = MODES[mode]
             if args.smallest:  # the k smallest, through the drop-in API
@@ -50,7 +56,7 @@ def child(args):
                 fn = lambda: rtopk.topk(x, k, sorted=True)
             else:
                 fn = lambda: torch.ops.rtopk.rtopk(x, k, max_iter, eps)
-            out[f"{n}x{m}:{k}:{mode}"] = triton.testing.do_bench(fn, warmup=25, rep=100,
+            out[f"{n}x{m}:{k}:{mode}" + ("" if dist == "randn" else f":{dist}")] = triton.testing.do_bench(fn, warmup=25, rep=100,
                                                                  return_mode="median")
     json.dump(out, sys.stdout)
 
@@ -64,6 +70,7 @@ def main():
     p.add_argument("--modes", default="exact,it4")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--dists", default="randn", help="row values, comma-separated: " + ", ".join(DISTS))
     p.add_argument("--smallest", action="store_true", help="time the k smallest (rtopk.topk largest=False)")
     args = p.parse_args()
     if args.child:
@@ -72,7 +79,8 @@ def main():
     for _ in range(args.rounds):
         for side in ("a", "b"):
             cmd = [sys.executable, __file__, "--child", getattr(args, side), "--cells", args.cells,
-                   "--modes", args.modes, "--dtype", args.dtype] + ["--smallest"] * args.smallest
+                   "--modes", args.modes, "--dtype", args.dtype, "--dists", args.dists]
+            cmd += ["--smallest"] * args.smallest
             times[side].append(json.loads(subprocess.run(cmd, check=True, capture_output=True,
                                                          text=True).stdout))
     ratios = []

@@ -4,7 +4,8 @@
 # benchmarks/ab.py in alternating processes.  Logs under $OUT.
 # Environment (and PATCH, MAX_JOBS: scripts/ab_tree.sh):
 #   CELLS     benchmarks/ab.py cells (default "262144x256:16,128;262144x768:16,128")
-#   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run
+#   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run;
+#   DISTS     row values (benchmarks/ab.py --dists, default randn)
 #   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py)
 #   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B
 set -uo pipefail
@@ -25,10 +26,10 @@ wait $bpid
 for f in a b; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
 for dt in ${DTYPES:-float32}; do
   python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
-    --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_$dt.md"
+    --dists "${DISTS:-randn}" --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_$dt.md"
   if [ "${SMALLEST:-0}" = 1 ]; then
     python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
-      --smallest --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_${dt}_smallest.md"
+      --dists "${DISTS:-randn}" --smallest --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_${dt}_smallest.md"
   fi
 done
 if [ "${SANITIZE_B:-0}" = 1 ]; then

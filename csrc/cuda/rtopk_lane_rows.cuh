@@ -597,6 +597,30 @@ __device__ __forceinline__ void lane_rank_list(const uint2* lk, int n, int l, bo
     if (ok && l + G * t < n) out[rank[t]] = Col(0xFFFFu - uint32_t(kv[t]));
 }
 
+// b*'s members: ranks items first + l + G t (t < N) of a row's list of n member keys (n = 0: a
+// row with none) against the whole list, and marks each of the `need` first (rank < need) in its
+// owner lane's take bits (tw: the row's words, two a lane: column c at bit c % 32 of word c / 32).
+// Items spread over the group's lanes, not each lane its own members: a warp waits for its busiest
+// lane.
+template <int N, int G>
+__device__ __forceinline__ void lane_take_members(const uint2* lk, int n, int first, int l,
+                                                  int need, bool act, uint32_t* tw) {
+  uint64_t kv[N];
+  int rank[N];
+#pragma unroll
+  for (int t = 0; t < N; ++t) {
+    kv[t] = lane_key64(lk[max(min(first + l + G * t, n - 1), 0)]);  // (past the list: not taken)
+    rank[t] = 0;
+  }
+  lane_keys_above(lk, n, kv, rank);
+#pragma unroll
+  for (int t = 0; t < N; ++t)
+    if (act && first + l + G * t < n && rank[t] < need) {
+      const uint32_t c = 0xFFFFu - uint32_t(kv[t]);
+      atomicOr(tw + c / 32, 1u << (c % 32));
+    }
+}
+
 template <typename scalar_t, int G, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
@@ -798,12 +822,15 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       }
       ok = ok && !crowded;
       // b*'s members when only some are taken: listed as 64-bit keys (value, then index: one
-      // unsigned compare orders two members), each ranked against the list by its lane.
+      // unsigned compare orders two members), ranked against the list (lane_take_members; the
+      // take bits in the row's counter words, read by now).
       const bool part = ok && need < nn;
       if (__any_sync(kFullMask, part)) {
         const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
         const int mc = __popc(mem0) + __popc(mem1);
         int pos = lane_group_inclusive<G>(mc, l) - mc;
+        uint32_t* const tw = aux + C::kHistWords * g;
+        *reinterpret_cast<uint2*>(tw + 2 * l) = make_uint2(0u, 0u);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           uint32_t mm = h ? mem1 : mem0;
@@ -816,19 +843,22 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // (An odd list ends with a key below every member: the ranking reads pairs.)
         if (part && l == G - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
         __syncwarp();
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint32_t mm = h ? mem1 : mem0;
-          while (mm) {
-            const int j = __ffs(mm) - 1 + 32 * h;
-            mm &= mm - 1;
-            const uint64_t kv[1] = {lane_key64(lane_member_key(vrow[j], kLaneE * l + j))};
-            int rank[1] = {0};
-            lane_keys_above(lk, nn, kv, rank);
-            if (rank[0] < need) a[h] |= 1u << (j - 32 * h);
-          }
+        // Items a lane: the warp's most (at most 32 members a row: up to 32 / G).
+        const int nl = part ? nn : 0;
+        const int per = __reduce_max_sync(kFullMask, (nl + G - 1) / G);
+        if (per <= 1) {
+          lane_take_members<1, G>(lk, nl, 0, l, need, part, tw);
+        } else if (per <= 2) {
+          lane_take_members<2, G>(lk, nl, 0, l, need, part, tw);
+        } else {
+          for (int f = 0; f < per * G; f += 4 * G)
+            lane_take_members<4, G>(lk, nl, f, l, need, part, tw);
         }
         __syncwarp();
+        const uint2 tb = *reinterpret_cast<const uint2*>(tw + 2 * l);
+        a[0] |= tb.x;
+        a[1] |= tb.y;
+        __syncwarp();  // (the words are reused by the output staging)
       }
       // (An equal row: lane l's first k - 64 l real elements.)
       const int qe = min(max(k - kLaneE * l, 0), nreal);

@@ -267,6 +267,11 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
   *p = old + v;
   return old;
 }
+inline unsigned atomicOr(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p = old | v;
+  return old;
+}
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
