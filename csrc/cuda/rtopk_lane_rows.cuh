@@ -65,7 +65,7 @@ struct LaneCfg {
 };
 
 // (Buckets recomputed from the staging at each pass instead of held in registers, for 96 registers
-// and 20 warps an SM instead of 16: 1.03-1.07x the time with spills, notes v37.)
+// and 20 warps an SM instead of 16: 1.03-1.07x the time, notes v37.)
 // After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
 // 256 * kW-byte steps: an atomic's word address is one OR), then the member lists (32 64-bit keys
 // a row); the output indices (kLaneOutStride a row, 16-bit) reuse both once b*'s members are
