@@ -33,11 +33,10 @@ INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: 
 SORTED_CAP = 16  # the rank-ordered instances' largest k (kLaneSortedCap)
 
 
-def build_emulator(tmp_path_factory, name, defines=()):
+def build_emulator(tmp_path_factory, name):
     """Compiles tests/emu/<name>.cpp (a kernel on the warp emulator) with g++; returns the executable."""
     exe = str(tmp_path_factory.mktemp("emu") / name)
     cmd = ["g++", "-std=c++20", "-O1", "-I", CUDA_INCLUDE, os.path.join(HERE, "emu", name + ".cpp"), "-o", exe]
-    cmd += [f"-D{d}" for d in defines]
     subprocess.run(cmd, check=True)
     return exe
 

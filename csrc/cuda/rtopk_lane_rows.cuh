@@ -15,7 +15,8 @@
 //           the lanes' totals, a group scan, the owner lane's 64 buckets split over the group and
 //           a second scan;
 //   select: the elements of buckets below b* are taken, b*'s members too when all are needed,
-//           else (at most 32 members) each member ranked against the others (value, then index);
+//           else (at most 32 members) each member ranked against the others (value, then index;
+//           the row's list split over its lanes, lane_take_members);
 //           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
 //   rank order (kSorted, rtopk.topk's sorted=True, k <= 16): the taken elements listed as keys
