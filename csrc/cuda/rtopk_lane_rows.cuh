@@ -16,7 +16,7 @@
 //           a second scan;
 //   select: the elements of buckets below b* are taken, b*'s members too when all are needed,
 //           else (at most 32 members) each member ranked against the others (value, then index;
-//           the row's list split over its lanes, lane_take_members);
+//           the row's list split over its lanes, lane_rank_spread);
 //           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
 //   rank order (kSorted, rtopk.topk's sorted=True, k <= 16): the taken elements listed as keys
@@ -580,46 +580,36 @@ __device__ __forceinline__ void lane_keys_above(const uint2* lk, int n, const ui
   }
 }
 
-// Rank order: ranks items l, l + G, ... (N at most) of a row's list of n keys (lane_member_key;
-// n <= kLaneSortedCap) against the whole list, and writes each item's column at its rank (the keys
-// above it) in out.
-template <int N, int G, typename Col>
-__device__ __forceinline__ void lane_rank_list(const uint2* lk, int n, int l, bool ok, Col* out) {
+// Ranks items first + l + G t (t < N) of a row's list of n keys (lane_member_key; n = 0: an empty
+// list) against the whole list, and calls f(rank, column) for each of them in the list (rank: the
+// keys above it).
+template <int N, int G, typename F>
+__device__ __forceinline__ void lane_rank_items(const uint2* lk, int n, int first, int l, F&& f) {
   uint64_t kv[N];
   int rank[N];
 #pragma unroll
   for (int t = 0; t < N; ++t) {
-    kv[t] = lane_key64(lk[min(l + G * t, n - 1)]);  // (past the list: a copy, not written)
+    kv[t] = lane_key64(lk[max(min(first + l + G * t, n - 1), 0)]);  // (past the list: not called)
     rank[t] = 0;
   }
   lane_keys_above(lk, n, kv, rank);
 #pragma unroll
   for (int t = 0; t < N; ++t)
-    if (ok && l + G * t < n) out[rank[t]] = Col(0xFFFFu - uint32_t(kv[t]));
+    if (first + l + G * t < n) f(rank[t], 0xFFFFu - uint32_t(kv[t]));
 }
 
-// b*'s members: ranks items first + l + G t (t < N) of a row's list of n member keys (n = 0: a
-// row with none) against the whole list, and marks each of the `need` first (rank < need) in its
-// owner lane's take bits (tw: the row's words, two a lane: column c at bit c % 32 of word c / 32).
-// Items spread over the group's lanes, not each lane its own members: a warp waits for its busiest
-// lane.
-template <int N, int G>
-__device__ __forceinline__ void lane_take_members(const uint2* lk, int n, int first, int l,
-                                                  int need, bool act, uint32_t* tw) {
-  uint64_t kv[N];
-  int rank[N];
-#pragma unroll
-  for (int t = 0; t < N; ++t) {
-    kv[t] = lane_key64(lk[max(min(first + l + G * t, n - 1), 0)]);  // (past the list: not taken)
-    rank[t] = 0;
+// A row's list ranked with its items spread over the group's lanes (items l, l + G, ...), at most
+// `per` a lane (warp-uniform), 1, 2 or 4 at a time: a warp waits for its busiest lane, so no lane
+// ranks more than its share.
+template <int G, typename F>
+__device__ __forceinline__ void lane_rank_spread(const uint2* lk, int n, int per, int l, F&& f) {
+  if (per <= 1) {
+    lane_rank_items<1, G>(lk, n, 0, l, f);
+  } else if (per <= 2) {
+    lane_rank_items<2, G>(lk, n, 0, l, f);
+  } else {
+    for (int first = 0; first < per * G; first += 4 * G) lane_rank_items<4, G>(lk, n, first, l, f);
   }
-  lane_keys_above(lk, n, kv, rank);
-#pragma unroll
-  for (int t = 0; t < N; ++t)
-    if (act && first + l + G * t < n && rank[t] < need) {
-      const uint32_t c = 0xFFFFu - uint32_t(kv[t]);
-      atomicOr(tw + c / 32, 1u << (c % 32));
-    }
 }
 
 template <typename scalar_t, int G, bool kLargest, bool kSorted>
@@ -823,7 +813,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       }
       ok = ok && !crowded;
       // b*'s members when only some are taken: listed as 64-bit keys (value, then index: one
-      // unsigned compare orders two members), ranked against the list (lane_take_members; the
+      // unsigned compare orders two members), ranked against the list (lane_rank_spread; the
       // take bits in the row's counter words, read by now).
       const bool part = ok && need < nn;
       if (__any_sync(kFullMask, part)) {
@@ -844,17 +834,14 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // (An odd list ends with a key below every member: the ranking reads pairs.)
         if (part && l == G - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
         __syncwarp();
-        // Items a lane: the warp's most (at most 32 members a row: up to 32 / G).
+        // The `need` first members (rank < need) marked in their owner lanes' take bits (two
+        // words a lane: column c at bit c % 32 of word c / 32).  Items a lane: the warp's most
+        // (at most 32 members a row).
         const int nl = part ? nn : 0;
-        const int per = __reduce_max_sync(kFullMask, (nl + G - 1) / G);
-        if (per <= 1) {
-          lane_take_members<1, G>(lk, nl, 0, l, need, part, tw);
-        } else if (per <= 2) {
-          lane_take_members<2, G>(lk, nl, 0, l, need, part, tw);
-        } else {
-          for (int f = 0; f < per * G; f += 4 * G)
-            lane_take_members<4, G>(lk, nl, f, l, need, part, tw);
-        }
+        lane_rank_spread<G>(lk, nl, __reduce_max_sync(kFullMask, (nl + G - 1) / G), l,
+                            [&](int rank, uint32_t c) {
+                              if (rank < need) atomicOr(tw + c / 32, 1u << (c % 32));
+                            });
         __syncwarp();
         const uint2 tb = *reinterpret_cast<const uint2*>(tw + 2 * l);
         a[0] |= tb.x;
@@ -894,15 +881,10 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // (An odd list ends with a key below every member: the ranking reads pairs.)
         if (ok && l == G - 1 && (k & 1)) lk[k] = make_uint2(0u, 0u);
         __syncwarp();
-        // Items l, l + G, ... of the row's list a lane: one to four (k <= 16, G = 4).
-        const int per = (k + G - 1) / G;
+        // Each taken column at its rank (k <= kLaneSortedCap: up to 4 items a lane with G = 4).
         Col* const rl = ranked(g);
-        if (per <= 1)
-          lane_rank_list<1, G>(lk, k, l, ok, rl);
-        else if (per <= 2)
-          lane_rank_list<2, G>(lk, k, l, ok, rl);
-        else
-          lane_rank_list<kLaneSortedCap / G, G>(lk, k, l, ok, rl);
+        lane_rank_spread<G>(lk, ok ? k : 0, (k + G - 1) / G, l,
+                            [&](int rank, uint32_t c) { rl[rank] = Col(c); });
       }
       okmask = __ballot_sync(kFullMask, ok);
       __syncwarp();
