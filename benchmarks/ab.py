@@ -56,8 +56,8 @@ def child(args):
                 fn = lambda: rtopk.topk(x, k, sorted=True)
             else:
                 fn = lambda: torch.ops.rtopk.rtopk(x, k, max_iter, eps)
-            out[f"{n}x{m}:{k}:{mode}" + ("" if dist == "randn" else f":{dist}")] = triton.testing.do_bench(fn, warmup=25, rep=100,
-                                                                 return_mode="median")
+            cell = f"{n}x{m}:{k}:{mode}" + ("" if dist == "randn" else f":{dist}")
+            out[cell] = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
     json.dump(out, sys.stdout)
 
 

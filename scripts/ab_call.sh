@@ -24,13 +24,17 @@ wait $bpid
 (cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "not cpu" >"$OUT/pytest_b.log" 2>&1
  echo "tests B rc=$?: $(tail -1 "$OUT/pytest_b.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_b.log" | head)
 for f in a b; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
+# (The k largest, then with SMALLEST=1 the k smallest.)
+orders=(largest)
+[ "${SMALLEST:-0}" = 1 ] && orders+=(smallest)
 for dt in ${DTYPES:-float32}; do
-  python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
-    --dists "${DISTS:-randn}" --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_$dt.md"
-  if [ "${SMALLEST:-0}" = 1 ]; then
+  for o in "${orders[@]}"; do
+    flag=() suffix=
+    [ "$o" = smallest ] && flag=(--smallest) suffix=_smallest
     python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
-      --dists "${DISTS:-randn}" --smallest --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" | tee "$OUT/ab_${dt}_smallest.md"
-  fi
+      --dists "${DISTS:-randn}" "${flag[@]}" --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" |
+      tee "$OUT/ab_${dt}${suffix}.md"
+  done
 done
 if [ "${SANITIZE_B:-0}" = 1 ]; then
   (cd "$B" && for t in memcheck racecheck; do

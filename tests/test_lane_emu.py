@@ -1,6 +1,6 @@
 """The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the CPU through the warp emulator (tests/emu): its instances with
 four and eight lanes a row, index and rank order, largest and smallest, against the plain-torch reference bit for
-bit, including the ones the CUDA backend does not dispatch (eight lanes a row; rank order for 16 < k <= 32). Each run
+bit, including the ones the CUDA backend does not dispatch (eight lanes a row). Each run
 holds rows of every kind side by side (so that rows of different kinds share a warp), crowded rows, and a last warp
 with fewer rows than it holds; a grid smaller than the rows so that warps loop. The emulator also aborts when lanes
 diverge at a warp collective. Runs where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with
