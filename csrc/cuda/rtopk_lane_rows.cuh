@@ -891,15 +891,30 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       // Flush: the warp's rows' k outputs are contiguous, written coalesced.
       scalar_t* const ov = out_values + r0 * k;
       int64_t* const oi = out_indices + r0 * k;
-      for (int e = lane; e < nrows * k; e += 32) {
-        const int gg = int((uint32_t(e) * inv_k) >> 20);
-        if (okmask >> (G * gg) & 1u) {
-          const int idx =
-              kSorted ? int(ranked(gg)[e - gg * k]) : int(so[kLaneOutStride * gg + (e - gg * k)]);
-          const float v = sf[lane_stage_at<G>(gg, idx)];
-          // (NaN re-read: its payload as given.)
-          ov[e] = v != v ? in[(r0 + gg) * cols + idx] : E::from_compute(directed<kLargest>(v));
-          oi[e] = idx;
+      // Output c of row gg, at e; nf: the warp may hold NaN (re-read from the input: its payload
+      // as given), else no test.
+      const auto put = [&](auto nf, int gg, int c, int e) {
+        const int idx = kSorted ? int(ranked(gg)[c]) : int(so[kLaneOutStride * gg + c]);
+        const float v = sf[lane_stage_at<G>(gg, idx)];
+        ov[e] = decltype(nf)::value && v != v ? in[(r0 + gg) * cols + idx]
+                                              : E::from_compute(directed<kLargest>(v));
+        oi[e] = idx;
+      };
+      const auto rows_flush = [&](auto nf) {
+        for (int gg = 0; gg < nrows; ++gg)
+          if (okmask >> (G * gg) & 1u)
+            for (int c = lane; c < k; c += 32) put(nf, gg, c, gg * k + c);
+      };
+      if (!kSorted && k % 32 == 0) {
+        // Whole warp-iterations a row: the row and its ok bit warp-uniform.  (Rank order: k <= 16.)
+        if (nonfinite)
+          rows_flush(std::true_type{});
+        else
+          rows_flush(std::false_type{});
+      } else {
+        for (int e = lane; e < nrows * k; e += 32) {
+          const int gg = int((uint32_t(e) * inv_k) >> 20);
+          if (okmask >> (G * gg) & 1u) put(std::true_type{}, gg, e - gg * k, e);
         }
       }
     }
