@@ -39,18 +39,18 @@ def crowded_rows(kind, shape, dtype, gen, device="cuda"):
     nested: 100 values of 1e-3 randn and the rest at 2e-3 + 1e-7 randn (the largest k <= ~150 in the inner
     cluster: three levels); nested_ties: the same rounded so that hundreds share a few values (ties found at a
     later level); deep: clusters at 1e-2, 1e-6, 1e-10, 1e-14 and 1e-18 (more levels than the kernel runs: the
-    fallback)."""
+    fallback); nested_tiny: nested times 2^-100 (ranges below 2^-64 at every level: lifted by the map)."""
     n, m = shape
     r = lambda cnt: torch.randn(n, cnt, generator=gen, dtype=torch.float64)
     out = [torch.full((n, 1), 6e4, dtype=torch.float64), torch.full((n, 3), -6e4, dtype=torch.float64)]
-    if kind == "nested":
+    if kind in ("nested", "nested_tiny"):
         out += [1e-3 * r(100), 2e-3 + 1e-7 * r(m - 104)]
     elif kind == "nested_ties":
         out += [torch.round(r(100) * 2) * 5e-4, 2e-3 + torch.round(r(m - 104)) * 1e-7]
     else:  # deep
         out += [1e-2 * r(40), r(10).abs() * 1e-6, r(10).abs() * 1e-10, r(10).abs() * 1e-14,
                 r(m - 74).abs() * 1e-18]
-    x = torch.cat(out, dim=1)
+    x = torch.cat(out, dim=1) * (2.0**-100 if kind == "nested_tiny" else 1.0)
     perm = torch.argsort(torch.rand(n, m, generator=gen), dim=1)
     return torch.gather(x, 1, perm).to(dtype).to(device)
 
@@ -123,7 +123,7 @@ def test_lane_rows_mixed_warps(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("kind", ["nested", "nested_ties", "deep"])
+@pytest.mark.parametrize("kind", ["nested", "nested_ties", "deep", "nested_tiny"])
 def test_lane_rows_crowded_levels(dtype, kind):
     """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
     levels of the four-lane path (or its fallback) against the reference, largest and smallest."""

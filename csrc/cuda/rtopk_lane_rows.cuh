@@ -304,13 +304,39 @@ __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
 // Warps with NaN or +-inf (kNonFinite): NaN nanb (bucket 0 or 255), +inf 1, the finite values
 // 2..253 from top, -inf 254.  One definition for the first map and the sorted output's recompute:
 // both must give the same bits.
+// lift (a power of two, lane_lift): top and scale are in units of v * lift; top - v * lift rounds
+// once, as top - v does with lift 1.
 template <bool kNonFinite>
-__device__ __forceinline__ float lane_map(float top, float scale, float nanb, float v) {
+__device__ __forceinline__ float lane_map(float top, float scale, float nanb, float v,
+                                          float lift = 1.f) {
   if constexpr (!kNonFinite) {
-    return fmaf(top - v, scale, 8388608.f);
+    return fmaf(fmaf(-v, lift, top), scale, 8388608.f);
   } else {
     const bool fin = fabsf(v) < __int_as_float(0x7f800000);
-    return fin ? fmaf(top - v, scale, 8388610.f) : v != v ? nanb : v > 0.f ? 8388609.f : 8388862.f;
+    return fin       ? fmaf(fmaf(-v, lift, top), scale, 8388610.f)
+           : v != v  ? nanb
+           : v > 0.f ? 8388609.f
+                     : 8388862.f;
+  }
+}
+
+// A row whose values span less than 2^-64 (denormals; a few ulps of tiny values) would need a
+// scale above FLT_MAX: its map works on the values times 2^64 instead.  Exact: such a row holds no
+// value above 2^-39 in magnitude (hi - lo is at least an ulp of either end), so none overflows.
+__device__ __forceinline__ float lane_lift_of(float lo, float hi) {
+  return lo < hi && hi - lo < 0x1p-64f ? 0x1p64f : 1.f;
+}
+
+// The lane's elements u (and its row's lo, hi) lifted by lane_lift_of; warps without such a row
+// skip it.
+template <int N>
+__device__ __forceinline__ void lane_lift(float (&u)[N], float& lo, float& hi) {
+  const float p = lane_lift_of(lo, hi);
+  if (__any_sync(kFullMask, p != 1.f)) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) u[j] *= p;
+    lo *= p;
+    hi *= p;
   }
 }
 
@@ -516,9 +542,12 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       act = false;
       resolved = true;
     }
-    // (As the first level's scale: (hi - v) * scale < 255 for every member.)
-    const float scale = 255.f / (hi - lo) * (1.f - 0x1p-16f);
-    if (act && !(level < kLaneLevels && scale <= FLT_MAX && (hi - lo) * scale >= 1.f)) act = false;
+    // (As the first level's scale: (hi - v) * scale < 255 for every member; a tiny range lifted.)
+    const float lift = lane_lift_of(lo, hi);
+    const float top = hi * lift;
+    const float scale = 255.f / (top - lo * lift) * (1.f - 0x1p-16f);
+    if (act && !(level < kLaneLevels && scale <= FLT_MAX && (top - lo * lift) * scale >= 1.f))
+      act = false;
     if (!act) m0 = m1 = 0u;
     if (!__any_sync(kFullMask, act)) break;
 #pragma unroll
@@ -526,8 +555,8 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
     __syncwarp();
     lane_each(vrow, [&](int j, float v) {
-      lane_count_if<LaneCfg<G>::kW>(hbase, __float_as_uint(lane_map<false>(hi, scale, 0.f, v)),
-                                    lane_has(m0, m1, j));
+      lane_count_if<LaneCfg<G>::kW>(
+          hbase, __float_as_uint(lane_map<false>(top, scale, 0.f, v, lift)), lane_has(m0, m1, j));
     });
     __syncwarp();
     const LaneCut cut = lane_bucket_cut<G>(hrow, max(need, 1), g, l);
@@ -537,7 +566,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
     uint32_t lt[2] = {0u, 0u}, le[2] = {0u, 0u};
     lane_each(vrow, [&](int j, float v) {
-      const float u = lane_map<false>(hi, scale, 0.f, v);
+      const float u = lane_map<false>(top, scale, 0.f, v, lift);
       lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
       le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
     });
@@ -667,6 +696,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       mn = min_nan(mn, __shfl_xor_sync(kFullMask, mn, o));
       mx = max_nan(mx, __shfl_xor_sync(kFullMask, mx, o));
     }
+    // A warp with NaN or +-inf in a row maps all its rows so: NaN in bucket 0 (k largest: NaN
+    // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
+    // equal keys only.  (Warp-uniform: the finite rows' map is the one below.)
+    const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
+    if (!nonfinite) lane_lift(u, mn, mx);
     // u becomes each element's bucket as the integer-valued float 2^23 + bucket, 0 for the
     // largest.  (hi - v) * scale < 255 for every element by the scale's margin (an IEEE division:
     // the bound holds however small the range), so no bucket passes 255.
@@ -675,10 +709,6 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
               (mx - mn) * scale >= 1.f;
     // A row of one value (every key equal): its first k elements.
     bool equal = isfinite(mn) && mn == mx;
-    // A warp with NaN or +-inf in a row maps all its rows so: NaN in bucket 0 (k largest: NaN
-    // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
-    // equal keys only.  (Warp-uniform: the finite rows' map is the one above.)
-    const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
     // The row's map (lane_map): set below.
     float mtop, mscale;
     const float mnanb = kLargest ? 8388608.f : 8388863.f;
@@ -697,6 +727,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         fmn = fminf(fmn, __shfl_xor_sync(kFullMask, fmn, o));
         fmx = fmaxf(fmx, __shfl_xor_sync(kFullMask, fmx, o));
       }
+      lane_lift(u, fmn, fmx);  // (+-inf and NaN stay as they are)
       const float fs = 251.f / (fmx - fmn) * (1.f - 0x1p-16f);
       // (At most one finite value: all of them in bucket 2.)
       const bool spread = fmn < fmx;
