@@ -110,7 +110,7 @@ def test_lane_rows_large_k_many_rows(dtype):
 def test_lane_rows_mixed_warps(dtype):
     """Each warp's eight rows of different kinds: fast rows and fallback rows share a warp and its staging.
     near_max / denormal rows beside NaN / inf rows: a finite range that leaves float range (or a subnormal one)
-    in a warp that maps its rows for non-finite values (each such row to the fallback, not taken as equal)."""
+    in a warp that maps its rows for non-finite values (each such row rescaled by the map, not taken as equal)."""
     gen = torch.Generator().manual_seed(5)
     kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps", "near_max",
              "denormal"]

@@ -321,10 +321,16 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
 }
 
 // A row whose values span less than 2^-64 (denormals; a few ulps of tiny values) would need a
-// scale above FLT_MAX: its map works on the values times 2^64 instead.  Exact: such a row holds no
-// value above 2^-39 in magnitude (hi - lo is at least an ulp of either end), so none overflows.
+// scale above FLT_MAX, and one whose span passes FLT_MAX (values near +-FLT_MAX) has no finite
+// range: the map works on the values times 2^64, or times 2^-2, instead.  2^64 is exact (such a
+// row holds no value above 2^-39 in magnitude: hi - lo is at least an ulp of either end); 2^-2 may
+// round subnormal values but keeps their order, all the map needs (equal values share a bucket,
+// larger ones never come later: members are ranked by their own values).
 __device__ __forceinline__ float lane_lift_of(float lo, float hi) {
-  return lo < hi && hi - lo < 0x1p-64f ? 0x1p64f : 1.f;
+  const float span = hi - lo;
+  return lo < hi && span < 0x1p-64f                                       ? 0x1p64f
+         : span > FLT_MAX && fabsf(lo) <= FLT_MAX && fabsf(hi) <= FLT_MAX ? 0x1p-2f
+                                                                          : 1.f;
 }
 
 // The lane's elements u (and its row's lo, hi) lifted by lane_lift_of; warps without such a row
