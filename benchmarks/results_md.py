@@ -29,7 +29,10 @@ def by(rows, key):
 
 def section(path):
     d = json.load(open(path))
-    grid = os.path.basename(path).split("_")[1] if os.path.basename(path).startswith("bench_") else "?"
+    # (bench_<grid>_<dtype>.json as the bench's callers name them, <card>-<grid>_<dtype>.json beside the tables)
+    name = os.path.basename(path)
+    name = name[len("bench_"):] if name.startswith("bench_") else name.split("-", 1)[-1]
+    grid = name.split("_")[0]
     dtype = d["dtype"].replace("torch.", "")
     s = d["summary"]
     rows = d["rows"]
@@ -64,7 +67,7 @@ def section(path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", help="bench_<grid>_<dtype>.json files, in the order wanted")
+    p.add_argument("files", nargs="+", help="bench_<grid>_<dtype>.json (or H200-<grid>_<dtype>.json) files, in order")
     args = p.parse_args(argv)
     print("\n".join(section(f) for f in args.files), end="")
 

@@ -1,7 +1,8 @@
 """Run one rtopk call per shape (for ncu): python scripts/profile_one.py M k [max_iter] [sorted].
 
 max_iter: an integer, or "-" for exact mode; "sorted" asks for rank-ordered output (rtopk.topk).
-ROWS (environment): the number of rows, default 2^18; DIST: randn (default) or heavy_tail (randn^5)."""
+ROWS (environment): the number of rows, default 2^18; DIST: randn (default) or heavy_tail (randn^5); DTYPE: float32
+(default), bfloat16 or float16 (the values cast once built)."""
 import os
 import sys
 
@@ -15,6 +16,7 @@ want_sorted = len(sys.argv) > 4 and sys.argv[4] == "sorted"
 x = torch.randn(int(os.environ.get("ROWS", 2**18)), M, device="cuda")
 if os.environ.get("DIST", "randn") == "heavy_tail":
     x = x.double().pow(5).float()
+x = x.to(getattr(torch, os.environ.get("DTYPE", "float32")))
 for _ in range(2):
     rtopk.topk(x, k, sorted=want_sorted, max_iter=max_iter)
 torch.cuda.synchronize()
