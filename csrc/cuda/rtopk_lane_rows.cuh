@@ -440,6 +440,20 @@ __device__ __forceinline__ bool lane_has(uint32_t m0, uint32_t m1, int j) {
   return ((j < 32 ? m0 : m1) >> (j % 32)) & 1u;
 }
 
+// f(j) for each member j of a lane's mask pair, lowest first.
+template <typename F>
+__device__ __forceinline__ void lane_each_set(uint32_t m0, uint32_t m1, F&& f) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    uint32_t m = h ? m1 : m0;
+    while (m) {
+      const int j = __ffs(m) - 1 + 32 * h;
+      m &= m - 1;
+      f(j);
+    }
+  }
+}
+
 // The lowest q set bits of m (0 <= q <= popc(m)), by a binary search on the count below a bit.
 __device__ __forceinline__ uint32_t lane_first_bits(uint32_t m, int q) {
   if (q <= 0) return 0u;
@@ -596,6 +610,13 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     if (!__any_sync(kFullMask, act)) break;
   }
   return LaneCrowd{a0, a1, r0, r1, nn, need, resolved};
+}
+
+// A row's list of n keys (lane_member_key), n odd, ends with a key below every member: the ranking
+// reads pairs.  (Written by the group's last lane; n = 0: no list.)
+template <int G>
+__device__ __forceinline__ void lane_list_pad(uint2* lk, int n, int l) {
+  if (l == G - 1 && (n & 1)) lk[n] = make_uint2(0u, 0u);
 }
 
 // A key of lane_member_key as one integer.
@@ -859,17 +880,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         int pos = lane_group_inclusive<G>(mc, l) - mc;
         uint32_t* const tw = aux + C::kHistWords * g;
         *reinterpret_cast<uint2*>(tw + 2 * l) = make_uint2(0u, 0u);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint32_t mm = h ? mem1 : mem0;
-          while (mm) {
-            const int j = __ffs(mm) - 1 + 32 * h;
-            mm &= mm - 1;
-            lk[pos++] = lane_member_key(vrow[j], kLaneE * l + j);
-          }
-        }
-        // (An odd list ends with a key below every member: the ranking reads pairs.)
-        if (part && l == G - 1 && (nn & 1)) lk[nn] = make_uint2(0u, 0u);
+        lane_each_set(mem0, mem1,
+                      [&](int j) { lk[pos++] = lane_member_key(vrow[j], kLaneE * l + j); });
+        lane_list_pad<G>(lk, part ? nn : 0, l);
         __syncwarp();
         // The `need` first members (rank < need) marked in their owner lanes' take bits (two
         // words a lane: column c at bit c % 32 of word c / 32).  Items a lane: the warp's most
@@ -901,22 +914,15 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       // then each ranked against its row's list.
       if (ok) {
         int pos = tinc - tc;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          uint32_t tm = h ? take1 : take0;
-          while (tm) {
-            const int j = __ffs(tm) - 1 + 32 * h;
-            tm &= tm - 1;
-            if constexpr (kSorted)
-              lk[pos++] = lane_member_key<kLargest>(vrow[j], kLaneE * l + j);
-            else
-              so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
-          }
-        }
+        lane_each_set(take0, take1, [&](int j) {
+          if constexpr (kSorted)
+            lk[pos++] = lane_member_key<kLargest>(vrow[j], kLaneE * l + j);
+          else
+            so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+        });
       }
       if constexpr (kSorted) {
-        // (An odd list ends with a key below every member: the ranking reads pairs.)
-        if (ok && l == G - 1 && (k & 1)) lk[k] = make_uint2(0u, 0u);
+        lane_list_pad<G>(lk, ok ? k : 0, l);
         __syncwarp();
         // Each taken column at its rank (k <= kLaneSortedCap: up to 4 items a lane with G = 4).
         Col* const rl = ranked(g);
