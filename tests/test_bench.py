@@ -51,3 +51,27 @@ def test_bench_inputs_are_real_data(dist):
 
     x = bench.make_input(dist, 8, 50, torch.float32, "cpu", torch.Generator().manual_seed(0))
     assert x.shape == (8, 50) and not bool((x == 0).all())
+
+
+def test_results_md_sections(tmp_path, capsys):
+    """benchmarks/results_md.py renders a bench JSON as a results section: heading from the file name, the
+    summary recomputed from the JSON, the adversarial ratios by row length, one table row per cell."""
+    import importlib.util
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("results_md", os.path.join(here, "..", "benchmarks", "results_md.py"))
+    results_md = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(results_md)
+    grid = [(64, 40, 5, "randn"), (64, 40, 5, "two_values"), (64, 72, 5, "randn"), (64, 72, 5, "heavy_tail")]
+    result = bench.run(grid, bench.DTYPES["float32"], "cpu")
+    capsys.readouterr()
+    path = tmp_path / "H200-adversarial_float32.json"
+    path.write_text(json.dumps(result))
+    text = results_md.section(str(path))
+    assert text.startswith("## float32, adversarial rows\n")
+    assert f"exact {result['summary']['floor_frac_exact']:.3f}" in text
+    assert "exact floor fraction by M:" in text and "(M = 40, 72)" in text
+    ratio = result["rows"][1]["exact"] / result["rows"][0]["exact"]
+    assert f"M = 40: two_values {ratio:.2f}x" in text
+    assert sum(line.startswith("| 64 |") for line in text.splitlines()) == len(grid)
