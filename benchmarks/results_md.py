@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from rtopk.bench import COLUMNS, _cell, geomean  # noqa: E402
+from rtopk.bench import COLUMNS, _cell, adversarial_ratios, geomean  # noqa: E402
 
 GRID_NAMES = {"paper": "the paper grid", "moe": "mixture-of-experts sizes", "wide": "wide rows",
               "long": "long rows", "adversarial": "adversarial rows", "issue2": "N = 2^18", "quick": "the quick grid"}
@@ -53,9 +53,7 @@ def section(path):
             out.append(f"- sorted output over unsorted exact, {label}: geometric mean {100 * s[key + '_geomean']:+.1f}%, "
                        f"worst {100 * s[key + '_max']:+.1f}%, {s[key + '_within_25']} of {s[key + '_cells']} cells "
                        "within +25%")
-    base = {(r["N"], r["M"], r["k"]): r["exact"] for r in randn}
-    slow = [(r, r["exact"] / base[(r["N"], r["M"], r["k"])]) for r in rows
-            if r["dist"] != "randn" and (r["N"], r["M"], r["k"]) in base]
+    slow = adversarial_ratios(rows)
     if slow:
         for M in sorted({r["M"] for r, _ in slow}):
             ratios = sorted(((x, r["dist"]) for r, x in slow if r["M"] == M), reverse=True)

@@ -16,7 +16,7 @@ import torch
 
 import rtopk
 from conftest import MIXED_KINDS, bits, make_rows
-from test_lane_rows import crowded_rows
+from test_lane_rows import CROWDED_KINDS, crowded_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA_INCLUDE = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
@@ -70,7 +70,7 @@ def emu_run(exe, tmp, x, k, lanes, largest, sort, grid):
 def lane_inputs(M, dtype, gen):
     """One row of each kind, crowded rows, and randn rows to fill: 43 rows (8 lanes a row: a last warp of 3)."""
     rows = [make_rows(kind, (1, M), dtype, "cpu", gen) for kind in MIXED_KINDS]
-    rows += [crowded_rows(kind, (2, M), dtype, gen, "cpu") for kind in ("nested", "nested_ties", "deep", "nested_tiny")]
+    rows += [crowded_rows(kind, (2, M), dtype, gen, "cpu") for kind in CROWDED_KINDS]
     x = torch.cat(rows)
     x = torch.cat([x, make_rows("randn", (43 - x.shape[0], M), dtype, "cpu", gen)])
     return x[torch.randperm(x.shape[0], generator=gen)].contiguous()
@@ -96,9 +96,8 @@ def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
             assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
 
 
-# Every kind: the kernel finishes such rows itself, subnormal ones and those whose range passes float's lifted
-# (lane_lift_of), crowded ones through its levels (nested: three levels, nested_tiny: lifted at each).
-FAST_KINDS = MIXED_KINDS
+# Every kind (MIXED_KINDS) is finished by the kernel itself: subnormal rows and those whose range passes float's
+# rescaled (lane_lift_of), crowded ones through its levels (nested: three levels, nested_tiny: rescaled at each).
 FAST = [(4, 256), (4, 211), (8, 512), (8, 466)]
 
 
@@ -108,7 +107,7 @@ def test_lane_kernel_emulated_fast_path(emulator, tmp_path, dtype, lanes, M):
     """No row of those kinds goes to the fallback, which gives the same answer, only slower: a fault in the fast
     path's own decisions (a map, a count) that the fallback would hide from the answers shows here."""
     gen = torch.Generator().manual_seed(M * 3 + lanes + list(DTYPES).index(dtype))
-    x = torch.cat([make_rows(kind, (3, M), dtype, "cpu", gen) for kind in FAST_KINDS] +
+    x = torch.cat([make_rows(kind, (3, M), dtype, "cpu", gen) for kind in MIXED_KINDS] +
                   [crowded_rows(kind, (3, M), dtype, gen, "cpu") for kind in ("nested", "nested_tiny")])
     x = x[torch.randperm(x.shape[0], generator=gen)].contiguous()
     for k in (1, 16, 64):
@@ -159,7 +158,7 @@ def test_lane_kernel_emulated_fuzz(emulator, tmp_path):
         rows = []
         for _ in range(rng.choice([1, 2, 5, 8, 13, 40, 77])):
             if rng.random() < 0.15:
-                rows.append(crowded_rows(rng.choice(["nested", "nested_ties", "deep", "nested_tiny"]), (1, M), dtype, gen, "cpu"))
+                rows.append(crowded_rows(rng.choice(CROWDED_KINDS), (1, M), dtype, gen, "cpu"))
             else:
                 rows.append(make_rows(rng.choice(MIXED_KINDS + ["randn"] * 4), (1, M), dtype, "cpu", gen))
         x = torch.cat(rows).contiguous()

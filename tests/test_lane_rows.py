@@ -33,6 +33,9 @@ def lane_rows(kind, shape, dtype, gen):
     return make_rows(kind, shape, dtype, "cpu", gen).cuda()
 
 
+CROWDED_KINDS = ["nested", "nested_ties", "deep", "nested_tiny"]  # crowded_rows' kinds
+
+
 def crowded_rows(kind, shape, dtype, gen, device="cuda"):
     """Rows whose k-th value lies in a crowded bucket again after the first bucket level: a few outliers at
     +-6e4 (the first level's range) and clusters nested inside one bucket.
@@ -123,7 +126,7 @@ def test_lane_rows_mixed_warps(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("kind", ["nested", "nested_ties", "deep", "nested_tiny"])
+@pytest.mark.parametrize("kind", CROWDED_KINDS)
 def test_lane_rows_crowded_levels(dtype, kind):
     """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
     levels of the four-lane path (or its fallback) against the reference, largest and smallest."""

@@ -302,10 +302,9 @@ __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
 // The bucket map of a row's directed value v as the integer-valued float 2^23 + bucket (the
 // bucket is its low byte).  Finite warps: (top - v) * scale, 0 for the row's largest value.
 // Warps with NaN or +-inf (kNonFinite): NaN nanb (bucket 0 or 255), +inf 1, the finite values
-// 2..253 from top, -inf 254.  One definition for the first map and the sorted output's recompute:
-// both must give the same bits.
-// lift (a power of two, lane_lift): top and scale are in units of v * lift; top - v * lift rounds
-// once, as top - v does with lift 1.
+// 2..253 from top, -inf 254.  One definition for the first level and the crowded levels.
+// lift (a power of two, lane_lift_of): top and scale are in units of v * lift; top - v * lift
+// rounds once, as top - v does with lift 1.
 template <bool kNonFinite>
 __device__ __forceinline__ float lane_map(float top, float scale, float nanb, float v,
                                           float lift = 1.f) {
