@@ -21,7 +21,8 @@ MODES = {"exact": (-1, 0.0, False), "sorted": (-1, 0.0, True), "it2": (2, 0.0, F
          "it4": (4, 0.0, False), "it8": (8, 0.0, False)}
 
 
-# Row values (--dists): randn, and the heavy tails of the adversarial rows.
+# Row values (--dists): randn, the heavy tails of the adversarial rows drawn from randn
+# rows, or any other row kind of rtopk.bench.make_input by its name (all_equal, inf_mixed, ...).
 DISTS = {"randn": lambda x: x, "randn3": lambda x: x.pow(3),
          "randn5": lambda x: x.double().pow(5).to(x.dtype)}
 
@@ -41,13 +42,17 @@ def child(args):
     import torch
     import triton.testing
     import rtopk
+    import rtopk.bench
 
     assert os.path.abspath(rtopk.__file__).startswith(os.path.abspath(args.child)), rtopk.__file__
     dtype = getattr(torch, args.dtype)
     gen = torch.Generator(device="cuda").manual_seed(0)
     out = {}
     for (n, m, k), dist in ((c, d) for c in parse_cells(args.cells) for d in args.dists.split(",")):
-        x = DISTS[dist](torch.randn(n, m, device="cuda", dtype=dtype, generator=gen))
+        if dist in DISTS:
+            x = DISTS[dist](torch.randn(n, m, device="cuda", dtype=dtype, generator=gen))
+        else:
+            x = rtopk.bench.make_input(dist, n, m, dtype, "cuda", gen)
         for mode in args.modes.split(","):
             max_iter, eps, sorted_ = MODES[mode]
             if args.smallest:  # the k smallest, through the drop-in API
@@ -70,7 +75,8 @@ def main():
     p.add_argument("--modes", default="exact,it4")
     p.add_argument("--dtype", default="float32")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--dists", default="randn", help="row values, comma-separated: " + ", ".join(DISTS))
+    p.add_argument("--dists", default="randn", help="row values, comma-separated: " + ", ".join(DISTS)
+                   + " or a row kind of rtopk.bench.make_input")
     p.add_argument("--smallest", action="store_true", help="time the k smallest (rtopk.topk largest=False)")
     args = p.parse_args()
     if args.child:
