@@ -477,25 +477,38 @@ __device__ __forceinline__ uint32_t lane_counter_add(uint32_t bits, uint32_t n) 
   return __funnelshift_l(0u, n, bits << (W == 1 ? 3 : 4));
 }
 
+// Adds v to the shared word at byte address addr.
+__device__ __forceinline__ void lane_red(uint32_t addr, uint32_t v) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+#elif defined(RTOPK_WARP_EMU)
+  rtopk_emu_shared_add(addr, v);
+#endif
+}
+
 // Adds n to the counter of bucket `bits & 0xFF` among a row's counters at hbase (n wraps: 0u - c
 // takes c back).
 template <int W>
 __device__ __forceinline__ void lane_count(uint32_t hbase, uint32_t bits, uint32_t n) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(hbase | lane_counter_word<W>(bits)),
-               "r"(lane_counter_add<W>(bits, n))
-               : "memory");
-#elif defined(RTOPK_WARP_EMU)
-  rtopk_emu_shared_add(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, n));
-#endif
+  lane_red(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, n));
 }
 
-// lane_count of p (0 or 1): an atomic for every element, p its addend.  (ptxas branches around a
-// predicated shared atomic, ~5 instructions more an element; an addend of 0 leaves the counter
-// word, which stays among the row's, as it is.)
+// lane_count of one where p, else an add to the lane's spare word (spare: its byte address,
+// outside the counters; the lanes' spare words in distinct banks).  No branch: ptxas branches
+// around a predicated shared atomic (~5 instructions more an element).  Not an addend of 0 in the
+// element's own word: where the elements left out are one value (rows of NaN or -inf) all the
+// warp's lanes add to one bank, 2.1-2.5x the time of randn rows (notes v39).
 template <int W>
-__device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p) {
-  lane_count<W>(hbase, bits, uint32_t(p));
+__device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p,
+                                              uint32_t spare) {
+  lane_red(p ? hbase | lane_counter_word<W>(bits) : spare, lane_counter_add<W>(bits, 1u));
+}
+// The spare word of lane l of row g (row g's counters at hbase): word G g + l of the member lists,
+// which are written after the counts.  (From hbase where it is used: one register less across the
+// kernel.)
+template <int G>
+__device__ __forceinline__ uint32_t lane_spare(uint32_t hbase, int g, int l) {
+  return hbase + uint32_t(4 * (kLaneListAt + G * g + l) - 256 * LaneCfg<G>::kW * g);
 }
 
 // f(j, v) for the lane's 64 staged elements, read 16 bytes at a time (j a constant once unrolled).
@@ -525,6 +538,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
                                                       uint32_t hbase, uint32_t a0, uint32_t a1,
                                                       uint32_t m0, uint32_t m1, int nn, int need,
                                                       bool crowded, bool tied, int g, int l) {
+  const uint32_t spare = lane_spare<G>(hbase, g, l);
   bool act = crowded, resolved = false;
   uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
   if (!act) m0 = m1 = 0u;     // (rows without work: no members, no atomics)
@@ -566,8 +580,9 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
       *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
     __syncwarp();
     lane_each(vrow, [&](int j, float v) {
-      lane_count_if<LaneCfg<G>::kW>(
-          hbase, __float_as_uint(lane_map<false>(top, scale, 0.f, v, lift)), lane_has(m0, m1, j));
+      lane_count_if<LaneCfg<G>::kW>(hbase,
+                                    __float_as_uint(lane_map<false>(top, scale, 0.f, v, lift)),
+                                    lane_has(m0, m1, j), spare);
     });
     __syncwarp();
     const LaneCut cut = lane_bucket_cut<G>(hrow, max(need, 1), g, l);
@@ -801,7 +816,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       if (nonfinite) {
 #pragma unroll
         for (int j = 0; j < kLaneE; ++j)
-          lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j));
+          lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j),
+                           lane_spare<G>(hbase, g, l));
         const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
