@@ -7,8 +7,9 @@ Level 1 counts the row in 256 linear buckets over [min, max]; a row is crowded w
 more than 32 members of which only some are taken; each crowded level counts those members again over their own
 range, until at most 32 stay or all are needed. Columns: "lin/lin" every level linear (as built); "lin/key" crowded
 levels in equal steps of the order-preserving key; "adaptive" a crowded level counted linearly and, where its cut is
-still crowded, again by key (tried as lane_keyed_cut and not kept: notes v39 item 1). Each cell: crowded levels a row / count walks a row / the longest final
-list among a warp's 8 rows (what the ranking's time follows), means over the rows."""
+still crowded, again by key (tried as lane_keyed_cut and not kept: notes v39 item 1). Each cell: crowded levels a
+row / count walks a row / the longest final list among a warp's 8 rows (what the ranking's time follows), means over
+the rows."""
 
 import argparse
 
