@@ -69,8 +69,8 @@ struct LaneCfg {
 // and 20 warps an SM instead of 16: 1.03-1.07x the time, notes v37.)
 // After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
 // 256 * kW-byte steps: an atomic's word address is one OR), then the member lists (32 64-bit keys
-// a row); the output indices (kLaneOutStride a row, 16-bit) reuse both once b*'s members are
-// ranked.
+// a row; while counting, their first 32 words are the lanes' spare words, lane_spare); the output
+// indices (kLaneOutStride a row, 16-bit) reuse both once b*'s members are ranked.
 constexpr int kLaneListAt = 512;
 static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneListAt &&
                   LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt,
