@@ -541,7 +541,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
   const uint32_t spare = lane_spare<G>(hbase, g, l);
   bool act = crowded, resolved = false;
   uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
-  if (!act) m0 = m1 = 0u;     // (rows without work: no members, no atomics)
+  if (!act) m0 = m1 = 0u;     // (rows without work: no members; their adds go to spare words)
   for (int level = 0;; ++level) {
     // The members' range (not needed when every row left is tied).
     float lo = __int_as_float(0x7f800000), hi = -lo;
