@@ -80,6 +80,13 @@ constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
 constexpr int kLaneMinBlocks = 8;  // (__launch_bounds__: the registers)
+// fp32 rows, index order: about kLaneWalk blocks of rows a warp, each warp's next block prefetched
+// into L2 as it flushes the current one (launch_lane_rows_g).  H200 (notes v40): fp32 exact
+// 0.93-0.97 of the time at 2^18 and 2^20 rows of 256 (fewer rows: no walk, unchanged); bf16
+// 0.98-1.02, and the rank-ordered instances (24 bytes of spills with it) up to 1.06: not there.
+constexpr int kLaneWalk = 4;
+template <typename scalar_t, bool kSorted>
+constexpr bool kLaneWalks = sizeof(scalar_t) == 4 && !kSorted;
 static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
 // Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list
 // (kLaneSortedCap keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in
@@ -937,6 +944,14 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
                             [&](int rank, uint32_t c) { rl[rank] = Col(c); });
       }
       okmask = __ballot_sync(kFullMask, ok);
+      if constexpr (kLaneWalks<scalar_t, kSorted>) {
+        // The warp's next block into L2 while this one is flushed (earlier, at the block's start
+        // or after its cut, the lines were more often gone again before their loads: notes v40).
+        const int64_t r1 = r0 + int64_t(gridDim.x) * kLaneBlockWarps * C::kRows;
+        if (r1 < rows)
+          prefetch_l2(in + r1 * cols,
+                      min(int64_t(C::kRows), rows - r1) * cols * int64_t(sizeof(scalar_t)));
+      }
       __syncwarp();
       // Flush: the warp's rows' k outputs are contiguous, written coalesced.
       scalar_t* const ov = out_values + r0 * k;
@@ -1013,12 +1028,22 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
                         cudaStream_t stream) {
   const int64_t warps = (a.rows + LaneCfg<G>::kRows - 1) / LaneCfg<G>::kRows;
   const int64_t wanted = (warps + kLaneBlockWarps - 1) / kLaneBlockWarps;
-  const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (256 / kLaneBlockWarps);
-  const unsigned grid = static_cast<unsigned>(std::min(wanted, cap));
+  // About kLaneWalk blocks of rows a warp, so that a warp has a next block to prefetch, but no
+  // fewer blocks than kLaneWalk waves of resident ones (each walking fewer blocks then), nor more
+  // than 256 warps an SM.  The waves keep the blocks dynamically balanced: with one resident
+  // wave walking all the rows, rows of uneven cost (NaN mixed in, heavy tails) took 1.03-1.11x
+  // their time at 2^16 rows of 256, randn 0.96x (notes v40).
+  const bool sorted = kLaneSortedMaxK > 1 && a.sorted && a.k > 1;
+  const int64_t sms = std::max(a.num_sms, 1);
+  const int64_t walk =
+      (sorted ? kLaneWalks<scalar_t, true> : kLaneWalks<scalar_t, false>) ? kLaneWalk : 1;
+  const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
+                                  sms * (256 / kLaneBlockWarps));
+  const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
   auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false>
                           : lane_rows_kernel<scalar_t, G, false, false>;
   if constexpr (kLaneSortedMaxK > 1) {
-    if (a.sorted && a.k > 1)
+    if (sorted)
       kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true>
                          : lane_rows_kernel<scalar_t, G, false, true>;
   }
