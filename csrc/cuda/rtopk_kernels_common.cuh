@@ -119,22 +119,16 @@ struct MaxOp {
 };
 
 // Asks L2 for the bytes [p, p + bytes) ahead of their loads: a warp's next block of rows while it
-// finishes the current one, so that those loads wait on an L2 hit rather than on DRAM.  On sm_90
-// one bulk prefetch (the TMA unit, lane 0) over the 16-byte-aligned interior; before that a
-// prefetch a 128-byte line a lane (on sm_90 those cost more than they saved: notes v40).  Moves
-// nothing into the SM; no register waits on it.  (A no-op outside device code.)
+// finishes the current one, so that those loads wait on an L2 hit rather than on DRAM.  One bulk
+// prefetch (the TMA unit, lane 0) over the 16-byte-aligned interior; moves nothing into the SM, no
+// register waits on it.  sm_90 only: a prefetch a 128-byte line a lane, the older cards' form,
+// cost more than it saved on the H200 (notes v40), so below sm_90 (and outside device code) none.
 __device__ __forceinline__ void prefetch_l2(const void* p, int64_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   const uintptr_t a = (reinterpret_cast<uintptr_t>(p) + 15) & ~uintptr_t(15);
   const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + uintptr_t(bytes)) & ~uintptr_t(15);
   if ((threadIdx.x & 31) == 0 && e > a)
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(uint32_t(e - a)));
-#elif defined(__CUDA_ARCH__)
-  const int lane = threadIdx.x & 31;
-  const uintptr_t first = reinterpret_cast<uintptr_t>(p) >> 7;
-  const int64_t lines = int64_t(((reinterpret_cast<uintptr_t>(p) + bytes - 1) >> 7) - first) + 1;
-  for (int64_t i = lane; i < lines; i += 32)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"((first + uintptr_t(i)) << 7));
 #else
   (void)p;
   (void)bytes;

@@ -1035,8 +1035,7 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   // their time at 2^16 rows of 256, randn 0.96x (notes v40).
   const bool sorted = kLaneSortedMaxK > 1 && a.sorted && a.k > 1;
   const int64_t sms = std::max(a.num_sms, 1);
-  const int64_t walk =
-      (sorted ? kLaneWalks<scalar_t, true> : kLaneWalks<scalar_t, false>) ? kLaneWalk : 1;
+  const int64_t walk = !sorted && kLaneWalks<scalar_t, false> ? kLaneWalk : 1;
   const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
                                   sms * (256 / kLaneBlockWarps));
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
