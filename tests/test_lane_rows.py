@@ -1,10 +1,12 @@
 """Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
-eight rows a warp; 449..512 with eight lanes a row, four rows a warp, once kLaneEight dispatches them; rows it does
-not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's row body in the same
-launch): against the plain-torch reference bit for bit, in index order (largest by rtopk.rtopk, smallest by
-rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change the padding or the
-load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the kernel takes only
-launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.  Skipped without CUDA."""
+eight rows a warp; 480..512 in whole 16-byte vectors with eight lanes a row, four rows a warp, from 2^15 rows;
+rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's row body in
+the same launch): against the plain-torch reference bit for bit, in index order (largest by rtopk.rtopk,
+smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change the
+padding or the load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the
+four-lane kernel takes only launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.
+Rows of 449..479 (and 480..512 not in whole vectors) take the warp kernel; the emulator (test_lane_emu.py) runs
+the eight-lane kernel on them.  Skipped without CUDA."""
 
 import pytest
 import torch
@@ -18,11 +20,20 @@ pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # 256: the vector path; 252 / 200: whole vectors, padding; 193 / 197 / 255: vectors across rows and chunks.
 LENGTHS = [193, 197, 200, 252, 255, 256]
-# Eight lanes a row (once dispatched, kLaneEight): 449 / 453 / 470 / 511: vectors across rows and chunks, padding.
-LENGTHS += [449, 453, 470, 500, 511, 512]
+# Eight lanes a row: 480 / 488 / 496 (whole vectors, padding), 500 (fp32 only: 16-bit rows of 500 are not whole
+# 16-byte vectors), 512; 449 / 470 / 511 the warp kernel (the eight-lane kernel is not dispatched there).
+LENGTHS += [449, 470, 480, 488, 496, 500, 511, 512]
 KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
 MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
+EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^15 rows on (k > 32: 2^14)
+
+
+def dispatched(x):
+    """x, its rows repeated up to EIGHT_ROWS or more when they are long enough for the eight-lane kernel (each
+    repeat is checked like the first: the launch's warps hold them in other places)."""
+    n, m = x.shape
+    return x if m <= 256 else x.repeat(-(-EIGHT_ROWS // n), 1)
 
 
 def lane_rows(kind, shape, dtype, gen):
@@ -85,7 +96,7 @@ def test_lane_rows_match_reference(dtype, M):
     gen = torch.Generator().manual_seed(1000 + M + 7 * DTYPES.index(dtype))
     for kind in KINDS:
         # 1003 rows: the last warp's block holds 3 rows.
-        x = lane_rows(kind, (1003, M), dtype, gen)
+        x = dispatched(lane_rows(kind, (1003, M), dtype, gen))
         for k in (5, 16, 31, 33, 64):
             ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
             check_all(x, k, ctx)
@@ -117,9 +128,9 @@ def test_lane_rows_mixed_warps(dtype):
     gen = torch.Generator().manual_seed(5)
     kinds = ["randn", "nan", "coarse", "equal", "heavy_tail", "ties", "inf", "randn", "few_ulps", "near_max",
              "denormal"]
-    for M in (256, 230, 512, 470):
+    for M in (256, 230, 512, 480):
         parts = [lane_rows(kind, (1, M), dtype, gen) for _ in range(60) for kind in kinds]
-        x = torch.cat(parts)  # 660 rows, kinds cycling through each block of eight
+        x = dispatched(torch.cat(parts))  # 660 rows, kinds cycling through each block of eight
         for k in (1, 8, 32, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
             check_all(x, k, ctx)
@@ -131,8 +142,8 @@ def test_lane_rows_crowded_levels(dtype, kind):
     """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
     levels of the four-lane path (or its fallback) against the reference, largest and smallest."""
     gen = torch.Generator().manual_seed(31 + DTYPES.index(dtype))
-    for M in (256, 203, 512, 460):
-        x = crowded_rows(kind, (1003, M), dtype, gen)
+    for M in (256, 203, 512, 488):
+        x = dispatched(crowded_rows(kind, (1003, M), dtype, gen))
         for k in (3, 20, 40, 64):
             ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
             check_all(x, k, ctx)
@@ -163,8 +174,8 @@ def test_lane_rows_nonfinite(dtype):
     for the smallest, equal keys by index, and a NaN's payload comes back as given (values compared bit for
     bit)."""
     gen = torch.Generator().manual_seed(23 + DTYPES.index(dtype))
-    for M in (256, 230, 512, 481):
-        x = nonfinite_rows((1003, M), dtype, gen)
+    for M in (256, 230, 512, 496):
+        x = dispatched(nonfinite_rows((1003, M), dtype, gen))
         for k in (1, 3, 20, 64):
             ctx = f"M={M} k={k} dtype={dtype}"
             check_all(x, k, ctx)
@@ -173,12 +184,12 @@ def test_lane_rows_nonfinite(dtype):
 def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
     """A value repeated around the k-th rank, spread over the four lanes: the lowest indices are taken."""
     gen = torch.Generator().manual_seed(11)
-    for M in (256, 199, 497):
+    for M in (256, 199, 488):
         x = torch.randn(4096, M, generator=gen, dtype=torch.float64)
         x = torch.where(torch.rand(4096, M, generator=gen) < 0.1, torch.full_like(x, 0.25), x)
         for k in (10, 40, 64):
             for dtype in DTYPES:
-                xc = x.to(dtype).cuda()
+                xc = dispatched(x.to(dtype).cuda())
                 check_all(xc, k, f"M={M} k={k} dtype={dtype}")
 
 
@@ -195,6 +206,6 @@ def test_lane_rows_sorted_ties(dtype):
             cols = torch.randperm(M, generator=gen)[: int(reps[r])]
             x[r, cols] = 4.5 if r % 2 else -4.5  # the largest (odd rows) or the smallest (even rows)
         x[::7] = torch.round(x[::7] * 4) / 4
-        xc = x.to(dtype).cuda()
+        xc = dispatched(x.to(dtype).cuda())
         for k in (3, 16, 17, 20, 64):
             check_sorted(xc, k, f"M={M} k={k} dtype={dtype}")

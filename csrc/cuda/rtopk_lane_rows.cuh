@@ -1,6 +1,6 @@
-// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel; the
-// same with eight lanes a row, four rows a warp and 16-bit bucket counters for rows of 449..512 is
-// written but not dispatched yet: kLaneEight).
+// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel), and
+// of 449..512 with eight lanes a row, four rows a warp and 16-bit bucket counters (dispatched from
+// 480 elements in whole 16-byte vectors: lane_rows_apply).
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -100,9 +100,14 @@ static_assert(kLaneRankedAt * 4 + kLaneSortedCap * 2 <= 4 * LaneCfg<4>::kHistWor
 // notes v36).
 constexpr int kLaneSortedMaxK = 16;
 static_assert(kLaneSortedMaxK <= kLaneSortedCap, "a row's keys fit its member list");
-// Eight lanes a row (rows of 449..512): written and tested (notes v35), not dispatched: measured
-// no faster than the warp kernel at 512 (0.96-1.0x) and slower below (470: 1.22-1.33x; notes v36).
-constexpr bool kLaneEight = false;
+// Eight lanes a row (rows of 449..512).  H200, exact, against the warp kernel (notes v41): 512
+// elements 0.70-0.86x of its time from 2^16 rows (k = 16..128; bf16 0.65-0.85x), 480 0.96x (fp32)
+// / 0.82x (bf16), but 449 1.17x (rows not whole 16-byte vectors: staged element by element) and
+// 2^14 rows at k = 16 1.05x (k = 64 / 128 0.93 / 0.91x).  (On an H100 in v36, before the later
+// changes to both paths: 0.96-1.0x at 512.)  Dispatched where measured faster: kLaneEightMinCols.
+constexpr bool kLaneEight = true;
+constexpr int kLaneEightMinCols = 480;
+static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest rows");
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
               "counters 512-byte aligned");
 
@@ -1005,22 +1010,22 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 }
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
-// Whether the lane kernel takes a launch: exact mode, rows of 193..256 16/32-bit elements (four
-// lanes a row; 449..512 with eight once kLaneEight), k <= 128 (rank-ordered output up to
-// kLaneSortedMaxK), a 16-byte aligned input.  Above k = 64 only with many rows: there the shipped
-// value kernel was measured as fast or faster at N <= 2^16 (notes v32).
+// Whether the lane kernel takes a launch: exact mode, k <= 128 (rank-ordered output up to
+// kLaneSortedMaxK), a 16-byte aligned input, and rows of 16/32-bit elements where it was measured
+// faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from 2^17 rows
+// (notes v32); kLaneEightMinCols..512 in whole 16-byte vectors (eight lanes a row) from 2^15 rows,
+// or 2^14 with k > 32 (notes v41).
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
-  const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols;
-  // (16-bit rows of odd length with eight lanes: blocks of 4 rows are not 16-byte aligned, the
-  // kernel would stage them element by element.)
-  const bool eight = kLaneEight && a.cols >= LaneCfg<8>::kMinCols && a.cols <= LaneCfg<8>::kCols &&
-                     (sizeof(scalar_t) == 4 || a.cols % 2 == 0);
+  const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols &&
+                    (a.k <= 64 || a.rows >= (int64_t(1) << 17));
+  const bool eight = kLaneEight && a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols &&
+                     a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
+                     (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
   return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
          (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight) &&
-         a.k <= kLaneMaxK && (a.k <= 64 || a.rows >= (int64_t(1) << 17)) &&
-         reinterpret_cast<uintptr_t>(in) % 16 == 0;
+         a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
 template <typename scalar_t, int G>
