@@ -1,6 +1,7 @@
 """The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the CPU through the warp emulator (tests/emu): its instances with
 four and eight lanes a row, index and rank order, largest and smallest, against the plain-torch reference bit for
-bit, including the ones the CUDA backend does not dispatch (eight lanes a row). Each run
+bit, including launches the CUDA backend does not dispatch (eight lanes at 449..479 elements, rank order past k = 16
+with eight lanes: benchmarks/wip/lane_sorted32.patch). Each run
 holds rows of every kind side by side (so that rows of different kinds share a warp), crowded rows, and a last warp
 with fewer rows than it holds; a grid smaller than the rows so that warps loop. The emulator also aborts when lanes
 diverge at a warp collective. Runs where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with
@@ -30,7 +31,9 @@ pytestmark = [
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
-SORTED_CAP = 16  # the rank-ordered instances' largest k (kLaneSortedCap)
+# The rank-ordered instances' largest k by lanes a row (a row's member list holds 32 keys; four lanes a row are
+# dispatched up to 16, kLaneSortedMaxK).
+SORTED_CAP = {4: 16, 8: 32}
 
 
 def build_emulator(tmp_path_factory, name):
@@ -85,8 +88,9 @@ CASES = [(4, M) for M in (256, 193, 230)] + [(8, M) for M in (512, 449, 470)]
 def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
     gen = torch.Generator().manual_seed(M * 7 + lanes + 100 * sort + list(DTYPES).index(dtype))
     x = lane_inputs(M, dtype, gen)
-    # (Rank order: dispatched for 2 <= k <= SORTED_CAP.)
-    for k in (2, 5, 15, SORTED_CAP) if sort else (1, 5, 16, 33, 64, 128):
+    # (Rank order: for 2 <= k <= SORTED_CAP.)
+    cap = SORTED_CAP[lanes]
+    for k in (2, 5, 15, cap // 2 + 1, cap) if sort else (1, 5, 16, 33, 64, 128):
         for largest in (True, False):
             ctx = f"G={lanes} M={M} k={k} largest={largest} sorted={sort} dtype={dtype}"
             ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid=2)
@@ -110,9 +114,9 @@ def test_lane_kernel_emulated_fast_path(emulator, tmp_path, dtype, lanes, M):
     x = torch.cat([make_rows(kind, (3, M), dtype, "cpu", gen) for kind in MIXED_KINDS] +
                   [crowded_rows(kind, (3, M), dtype, gen, "cpu") for kind in ("nested", "nested_tiny")])
     x = x[torch.randperm(x.shape[0], generator=gen)].contiguous()
-    for k in (1, 16, 64):
+    for k in (1, 16, 32, 64):
         for largest in (True, False):
-            for sort in (False, True) if 1 < k <= SORTED_CAP else (False,):
+            for sort in (False, True) if 1 < k <= SORTED_CAP[lanes] else (False,):
                 ctx = f"G={lanes} M={M} k={k} largest={largest} sorted={sort} dtype={dtype}"
                 ov, oi, fallbacks = emu_run(emulator, tmp_path, x, k, lanes, largest, sort, grid=2)
                 rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
@@ -131,9 +135,9 @@ def test_lane_kernel_emulated_few_rows(emulator, tmp_path, lanes, M):
     for rows in (1, 3, 9):
         kinds = ("randn", "nan", "heavy_tail")
         x = torch.cat([make_rows(kind, (1, M), torch.float32, "cpu", gen) for kind in kinds] * 3)[:rows]
-        for k in (2, SORTED_CAP, 64):
+        for k in (2, SORTED_CAP[lanes], 64):
             for largest in (True, False):
-                for sort in (False, True) if k <= SORTED_CAP else (False,):
+                for sort in (False, True) if k <= SORTED_CAP[lanes] else (False,):
                     ctx = f"G={lanes} M={M} rows={rows} k={k} largest={largest} sorted={sort}"
                     ov, oi = emu_topk(emulator, tmp_path, x, k, lanes, largest, sort, grid=1)
                     rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
@@ -164,7 +168,7 @@ def test_lane_kernel_emulated_fuzz(emulator, tmp_path):
         x = torch.cat(rows).contiguous()
         largest, sort, grid = rng.random() < 0.5, rng.random() < 0.5, rng.choice([1, 2, 3])
         if sort:
-            k = rng.choice([2, 3, rng.randint(2, SORTED_CAP), SORTED_CAP])
+            k = rng.choice([2, 3, rng.randint(2, SORTED_CAP[lanes]), SORTED_CAP[lanes]])
         else:
             k = rng.choice([1, 2, 3, rng.randint(1, 128), rng.randint(60, 128), 128])
         ctx = f"case {case}: G={lanes} M={M} dtype={dtype} rows={x.shape[0]} k={k} largest={largest} sorted={sort}"
