@@ -1,7 +1,7 @@
 """The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the CPU through the warp emulator (tests/emu): its instances with
-four and eight lanes a row, index and rank order, largest and smallest, against the plain-torch reference bit for
+four, eight and sixteen lanes a row, index and rank order, largest and smallest, against the plain-torch reference bit for
 bit, including launches the CUDA backend does not dispatch (eight lanes at 449..479 elements, rank order past k = 16
-with eight lanes: benchmarks/wip/lane_sorted32.patch). Each run
+with eight lanes: benchmarks/wip/lane_sorted32.patch; sixteen lanes a row, rows of 721..768: kLaneSixteen). Each run
 holds rows of every kind side by side (so that rows of different kinds share a warp), crowded rows, and a last warp
 with fewer rows than it holds; a grid smaller than the rows so that warps loop. The emulator also aborts when lanes
 diverge at a warp collective. Runs where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with
@@ -33,7 +33,7 @@ DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
 # The rank-ordered instances' largest k by lanes a row (a row's member list holds 32 keys; four lanes a row are
 # dispatched up to 16, kLaneSortedMaxK).
-SORTED_CAP = {4: 16, 8: 32}
+SORTED_CAP = {4: 16, 8: 32, 16: 32}
 
 
 def build_emulator(tmp_path_factory, name):
@@ -79,7 +79,7 @@ def lane_inputs(M, dtype, gen):
     return x[torch.randperm(x.shape[0], generator=gen)].contiguous()
 
 
-CASES = [(4, M) for M in (256, 193, 230)] + [(8, M) for M in (512, 449, 470)]
+CASES = [(4, M) for M in (256, 193, 230)] + [(8, M) for M in (512, 449, 470)] + [(16, M) for M in (768, 721, 740)]
 
 
 @pytest.mark.parametrize("sort", [False, True], ids=["index_order", "rank_order"])
@@ -102,7 +102,7 @@ def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
 
 # Every kind (MIXED_KINDS) is finished by the kernel itself: subnormal rows and those whose range passes float's
 # rescaled (lane_lift_of), crowded ones through its levels (nested: three levels, nested_tiny: rescaled at each).
-FAST = [(4, 256), (4, 211), (8, 512), (8, 466)]
+FAST = [(4, 256), (4, 211), (8, 512), (8, 466), (16, 768), (16, 733)]
 
 
 @pytest.mark.parametrize("lanes,M", FAST, ids=[f"G{g}_M{m}" for g, m in FAST])
@@ -125,7 +125,7 @@ def test_lane_kernel_emulated_fast_path(emulator, tmp_path, dtype, lanes, M):
                 assert fallbacks == 0, f"{fallbacks} rows left to the fallback: {ctx}"
 
 
-FEW = [(4, 256), (4, 201), (8, 512), (8, 466)]
+FEW = [(4, 256), (4, 201), (8, 512), (8, 466), (16, 768), (16, 730)]
 
 
 @pytest.mark.parametrize("lanes,M", FEW, ids=[f"G{g}_M{m}" for g, m in FEW])
@@ -154,11 +154,11 @@ def test_lane_kernel_emulated_fuzz(emulator, tmp_path):
     rng = random.Random(20261125)
     gen = torch.Generator().manual_seed(20261125)
     for case in range(FUZZ_CASES):
-        lanes = rng.choice([4, 8])
-        M = rng.randint(193, 256) if lanes == 4 else rng.randint(449, 512)
+        lanes = rng.choice([4, 8, 16])
+        M = rng.randint(64 * lanes - 63, 64 * lanes) if lanes < 16 else rng.randint(721, 768)
         dtype = rng.choice(list(DTYPES))
-        if lanes == 8 and dtype != torch.float32 and M % 2:
-            M += 1 if M < 512 else -1  # (16-bit rows of odd length: not for eight lanes)
+        if lanes > 4 and dtype != torch.float32 and M % 2:
+            M += -1 if M % 64 == 1 or M == 721 else 1  # (16-bit rows of odd length: not for 8 or 16 lanes)
         rows = []
         for _ in range(rng.choice([1, 2, 5, 8, 13, 40, 77])):
             if rng.random() < 0.15:

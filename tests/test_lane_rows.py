@@ -23,6 +23,8 @@ LENGTHS = [193, 197, 200, 252, 255, 256]
 # Eight lanes a row: 480 / 488 / 496 (whole vectors, padding), 500 (fp32 only: 16-bit rows of 500 are not whole
 # 16-byte vectors), 512; 449 / 470 / 511 the warp kernel (the eight-lane kernel is not dispatched there).
 LENGTHS += [449, 470, 480, 488, 496, 500, 511, 512]
+# Sixteen lanes a row (once dispatched, kLaneSixteen): 744 (whole vectors, padding), 768.
+LENGTHS += [744, 768]
 KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
 MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
@@ -30,8 +32,9 @@ EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^15 rows on (k 
 
 
 def dispatched(x):
-    """x, its rows repeated up to EIGHT_ROWS or more when they are long enough for the eight-lane kernel (each
-    repeat is checked like the first: the launch's warps hold them in other places)."""
+    """x, its rows repeated up to EIGHT_ROWS or more when they are long enough for the eight-lane kernel (or the
+    sixteen-lane one, once dispatched; each repeat is checked like the first: the launch's warps hold them in
+    other places)."""
     n, m = x.shape
     return x if m <= 256 else x.repeat(-(-EIGHT_ROWS // n), 1)
 
@@ -142,7 +145,7 @@ def test_lane_rows_crowded_levels(dtype, kind):
     """The k-th value in a bucket that is crowded at the first level and again inside it: the later bucket
     levels of the four-lane path (or its fallback) against the reference, largest and smallest."""
     gen = torch.Generator().manual_seed(31 + DTYPES.index(dtype))
-    for M in (256, 203, 512, 488):
+    for M in (256, 203, 512, 488, 768):
         x = dispatched(crowded_rows(kind, (1003, M), dtype, gen))
         for k in (3, 20, 40, 64):
             ctx = f"M={M} kind={kind} k={k} dtype={dtype}"
@@ -174,7 +177,7 @@ def test_lane_rows_nonfinite(dtype):
     for the smallest, equal keys by index, and a NaN's payload comes back as given (values compared bit for
     bit)."""
     gen = torch.Generator().manual_seed(23 + DTYPES.index(dtype))
-    for M in (256, 230, 512, 496):
+    for M in (256, 230, 512, 496, 744):
         x = dispatched(nonfinite_rows((1003, M), dtype, gen))
         for k in (1, 3, 20, 64):
             ctx = f"M={M} k={k} dtype={dtype}"

@@ -1,6 +1,7 @@
 // Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel), and
 // of 449..512 with eight lanes a row, four rows a warp and 16-bit bucket counters (dispatched from
-// 480 elements in whole 16-byte vectors: lane_rows_apply).
+// 480 elements in whole 16-byte vectors: lane_rows_apply); the same with sixteen lanes a row, 48
+// elements a lane, for rows of 721..768 is written but not dispatched yet (kLaneSixteen).
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -47,21 +48,26 @@ constexpr int kLaneMaxK = kStageK;
 constexpr int kLaneChunk = kLaneE + 4;
 constexpr int kLaneStageWords = 32 * kLaneChunk;
 
-// A row's shape: G lanes a row (4: rows of 193..256 elements; 8: 449..512), 32 / G rows a warp.
+// A row's shape: G lanes a row (4: rows of 193..256 elements; 8: 449..512; 16: 721..768, 48
+// elements a lane), 32 / G rows a warp.
 template <int G>
 struct LaneCfg {
-  static_assert(G == 4 || G == 8, "four or eight lanes a row");
-  static constexpr int kRows = 32 / G;                 // rows a warp
-  static constexpr int kCols = G * kLaneE;             // longest row
-  static constexpr int kLogCols = G == 4 ? 8 : 9;      // log2(kCols)
-  static constexpr int kMinCols = kCols - kLaneE + 1;  // shorter: the warp kernel (one lane padded)
-  static constexpr int kRowWords = G * kLaneChunk;
+  static_assert(G == 4 || G == 8 || G == 16, "four, eight or sixteen lanes a row");
+  static constexpr int kE = G == 16 ? 48 : kLaneE;  // elements a lane, contiguous
+  static constexpr int kChunk = kE + 4;             // (48 + 4 = 20 mod 32: distinct bank quads too)
+  static constexpr int kRows = 32 / G;              // rows a warp
+  static constexpr int kCols = G * kE;              // longest row
+  static constexpr int kLogCols = G == 4 ? 8 : 9;   // log2(kCols) (G = 16: not a power of two)
+  static constexpr int kMinCols = kCols - kE + 1;   // shorter: the warp kernel (one lane padded)
+  static constexpr int kRowWords = G * kChunk;
   // Bytes a bucket counter: a row that is not one key has at most kCols - 1 elements in a bucket.
   static constexpr int kW = kCols <= 256 ? 1 : 2;
   static constexpr int kHistWords = 64 * kW;  // a row's 256 counters
   static constexpr unsigned kGroupBits = (1u << G) - 1u;
-  static constexpr unsigned kFirstLanes = G == 4 ? 0x11111111u : 0x01010101u;  // lane 0 of each row
-  static constexpr int kVpt = kCols / 32;  // the fallback row body's values a lane
+  // Lane 0 of each row.
+  static constexpr unsigned kFirstLanes = G == 4 ? 0x11111111u : G == 8 ? 0x01010101u : 0x00010001u;
+  static constexpr int kLaneHistWords = kHistWords / G;  // a lane's share of the row's counters
+  static constexpr int kVpt = kCols / 32;                // the fallback row body's values a lane
   using Col = std::conditional_t<G == 4, uint8_t, uint16_t>;  // a column in the sorted lists
 };
 
@@ -73,8 +79,10 @@ struct LaneCfg {
 // indices (kLaneOutStride a row, 16-bit) reuse both once b*'s members are ranked.
 constexpr int kLaneListAt = 512;
 static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneListAt &&
-                  LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt,
-              "the rows' counters fill the first part");
+                  LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt &&
+                  LaneCfg<16>::kRows * LaneCfg<16>::kHistWords <= kLaneListAt,
+              "the rows' counters fit the first part");
+static_assert(LaneCfg<16>::kRows * LaneCfg<16>::kRowWords <= kLaneStageWords, "staging fits");
 constexpr int kLaneOutStride = kLaneMaxK + 8;
 constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
@@ -108,6 +116,10 @@ static_assert(kLaneSortedMaxK <= kLaneSortedCap, "a row's keys fit its member li
 constexpr bool kLaneEight = true;
 constexpr int kLaneEightMinCols = 480;
 static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest rows");
+// Sixteen lanes a row, two rows a warp, 48 elements a lane (rows of 721..768 in whole 16-byte
+// vectors, dispatched as eight lanes are): written and emulated (tests/test_lane_emu.py), not
+// measured yet (notes v41 item 8), so not dispatched.
+constexpr bool kLaneSixteen = false;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
               "counters 512-byte aligned");
 
@@ -163,7 +175,11 @@ __device__ __forceinline__ void lane_unpack(const uint4& raw, float* f) {
 // Word of element c of staged row rr.
 template <int G>
 __device__ __forceinline__ int lane_stage_at(int rr, int c) {
-  return rr * LaneCfg<G>::kRowWords + (c >> 6) * kLaneChunk + (c & 63);
+  using C = LaneCfg<G>;
+  if constexpr (C::kE == 64)
+    return rr * C::kRowWords + (c >> 6) * kLaneChunk + (c & 63);
+  else
+    return rr * C::kRowWords + (c / C::kE) * C::kChunk + c % C::kE;
 }
 
 // Four loaded elements as directed floats into 16-byte aligned staging words.  (One 16-byte
@@ -218,8 +234,11 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
       lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
       for (int q = 0; q < VW; q += 4)
-        lane_store4<kLargest>(sf + lane_stage_at<G>(e >> C::kLogCols, (e & (C::kCols - 1)) + q),
-                              f + q);
+        if constexpr (C::kE == 64)
+          lane_store4<kLargest>(sf + lane_stage_at<G>(e >> C::kLogCols, (e & (C::kCols - 1)) + q),
+                                f + q);
+        else  // (e and the row a constant once unrolled)
+          lane_store4<kLargest>(sf + lane_stage_at<G>(e / C::kCols, e % C::kCols + q), f + q);
     }
   } else if (nrows == C::kRows && (C::kRows * cols * int(sizeof(scalar_t))) % 16 == 0) {
     // A whole number of 16-byte vectors (always with 8 rows a warp; with 4, unless 16-bit rows of
@@ -376,12 +395,15 @@ struct LaneCut {
 template <int G>
 __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk, int g, int l) {
   using C = LaneCfg<G>;
-  // Both shapes: a lane's buckets in 16 words (64 bytes or 32 halves).
-  const int rot = G == 4 ? (l >> 1) + 2 * (g & 1) : (l >> 1);
+  // A lane's buckets in kLaneHistWords words: 16 with four or eight lanes (64 bytes or 32 halves),
+  // 8 with sixteen (16 halves).
+  constexpr int kQ = C::kLaneHistWords / 4;
+  const int rot = G == 4 ? (l >> 1) + 2 * (g & 1) : G == 8 ? (l >> 1) : (l >> 2);
   int tot = 0;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * l + 4 * ((i + rot) & 3));
+  for (int i = 0; i < kQ; ++i) {
+    const uint4 q =
+        *reinterpret_cast<const uint4*>(hrow + C::kLaneHistWords * l + 4 * ((i + rot) & (kQ - 1)));
     tot = lane_word_sum<C::kW>(q.x, tot);
     tot = lane_word_sum<C::kW>(q.y, tot);
     tot = lane_word_sum<C::kW>(q.z, tot);
@@ -391,10 +413,13 @@ __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk,
   const int ol =
       __ffs((__ballot_sync(kFullMask, inc - tot < kk && kk <= inc) >> (G * g)) & C::kGroupBits) - 1;
   const int oexc = __shfl_sync(kFullMask, inc - tot, G * g + (ol & (G - 1)));
-  // The owner's 256 / G buckets, 256 / G^2 a lane (16 bytes or 4 halves).
+  // The owner's 256 / G buckets, 256 / G^2 a lane (16 bytes, 4 halves or 1 half).
   constexpr int kB = 256 / (G * G);
   uint32_t c[kB];
-  if constexpr (C::kW == 1) {
+  if constexpr (G == 16) {
+    const uint32_t q = hrow[C::kLaneHistWords * (ol & (G - 1)) + (l >> 1)];
+    c[0] = (q >> (16 * (l & 1))) & 0xFFFFu;
+  } else if constexpr (C::kW == 1) {
     const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
     const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
@@ -523,11 +548,11 @@ __device__ __forceinline__ uint32_t lane_spare(uint32_t hbase, int g, int l) {
   return hbase + uint32_t(4 * (kLaneListAt + G * g + l) - 256 * LaneCfg<G>::kW * g);
 }
 
-// f(j, v) for the lane's 64 staged elements, read 16 bytes at a time (j a constant once unrolled).
-template <typename F>
+// f(j, v) for the lane's E staged elements, read 16 bytes at a time (j a constant once unrolled).
+template <int E = kLaneE, typename F>
 __device__ __forceinline__ void lane_each(const float* vrow, F&& f) {
 #pragma unroll
-  for (int i = 0; i < kLaneE / 4; ++i) {
+  for (int i = 0; i < E / 4; ++i) {
     const float4 q = *reinterpret_cast<const float4*>(vrow + 4 * i);
     f(4 * i, q.x);
     f(4 * i + 1, q.y);
@@ -558,7 +583,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     // The members' range (not needed when every row left is tied).
     float lo = __int_as_float(0x7f800000), hi = -lo;
     if (__any_sync(kFullMask, act && !tied))
-      lane_each(vrow, [&](int j, float v) {
+      lane_each<LaneCfg<G>::kE>(vrow, [&](int j, float v) {
         const bool in = lane_has(m0, m1, j);
         lo = in ? fminf(lo, v) : lo;
         hi = in ? fmaxf(hi, v) : hi;
@@ -588,10 +613,11 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     if (!act) m0 = m1 = 0u;
     if (!__any_sync(kFullMask, act)) break;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      *reinterpret_cast<uint4*>(hrow + 16 * l + 4 * i) = make_uint4(0u, 0u, 0u, 0u);
+    for (int i = 0; i < LaneCfg<G>::kLaneHistWords / 4; ++i)
+      *reinterpret_cast<uint4*>(hrow + LaneCfg<G>::kLaneHistWords * l + 4 * i) =
+          make_uint4(0u, 0u, 0u, 0u);
     __syncwarp();
-    lane_each(vrow, [&](int j, float v) {
+    lane_each<LaneCfg<G>::kE>(vrow, [&](int j, float v) {
       lane_count_if<LaneCfg<G>::kW>(hbase,
                                     __float_as_uint(lane_map<false>(top, scale, 0.f, v, lift)),
                                     lane_has(m0, m1, j), spare);
@@ -603,7 +629,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
     const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
     uint32_t lt[2] = {0u, 0u}, le[2] = {0u, 0u};
-    lane_each(vrow, [&](int j, float v) {
+    lane_each<LaneCfg<G>::kE>(vrow, [&](int j, float v) {
       const float u = lane_map<false>(top, scale, 0.f, v, lift);
       lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
       le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
@@ -694,6 +720,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
   using C = LaneCfg<G>;
   constexpr int W = C::kW;
   using FB = LaneFallback<C::kVpt, kSorted>;
+  constexpr int kE = C::kE;  // elements a lane
   __shared__ __align__(256 * W) uint32_t smem[kLaneBlockWarps][kLaneWarpWords];
   const int lane = threadIdx.x & 31;
   // (Through a shuffle: the block loop is warp-uniform, see warp_values_kernel.)
@@ -701,7 +728,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
   const int g = lane / G, l = lane % G;
   float* const sf = reinterpret_cast<float*>(smem[warp]);
   uint32_t* const aux = smem[warp] + kLaneStageWords;
-  const float* const vrow = sf + g * C::kRowWords + l * kLaneChunk;  // this lane's 64 elements
+  const float* const vrow = sf + g * C::kRowWords + l * C::kChunk;  // this lane's kE elements
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
@@ -713,8 +740,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     return reinterpret_cast<Col*>(aux + C::kHistWords * rr + kLaneRankedAt);
   };
   const int npad = C::kCols - cols;
-  // The last lane's slots from cols - 64 (G - 1) on are padding.
-  const int nreal = l == G - 1 ? cols - (G - 1) * kLaneE : kLaneE;
+  // The last lane's slots from cols - kE (G - 1) on are padding.
+  const int nreal = l == G - 1 ? cols - (G - 1) * kE : kE;
   const uint32_t valid0 = nreal >= 32 ? ~0u : (1u << nreal) - 1u;
   const uint32_t valid1 = nreal >= 64 ? ~0u : nreal <= 32 ? 0u : (1u << (nreal - 32)) - 1u;
   // e / k for e < C::kRows * kLaneMaxK by a multiply.
@@ -727,12 +754,12 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     const int nrows = int(min(int64_t(C::kRows), rows - r0));
     lane_stage_rows<scalar_t, G, kLargest>(in + r0 * cols, nrows, cols, sf);
     // The lane's elements in registers, then their buckets (u).
-    float u[kLaneE];
-    lane_each(vrow, [&](int j, float v) { u[j] = v; });
+    float u[kE];
+    lane_each<kE>(vrow, [&](int j, float v) { u[j] = v; });
     // Min / max (NaN-propagating: a row with NaN or +-inf takes the map below).
     float mn = u[0], mx = mn;
 #pragma unroll
-    for (int j = 1; j < kLaneE; ++j) {
+    for (int j = 1; j < kE; ++j) {
       mn = min_nan(mn, u[j]);
       mx = max_nan(mx, u[j]);
     }
@@ -757,12 +784,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // The row's map (lane_map): set below.
     float mtop, mscale;
     const float mnanb = kLargest ? 8388608.f : 8388863.f;
-    uint32_t finm[2] = {~0u, ~0u};  // the lane's finite elements
-    int ncls[3] = {0, 0, 0};        // its NaN, +inf and -inf
+    // The lane's finite elements (no bits past its kE: the -inf count below counts the others).
+    uint32_t finm[2] = {~0u, kE == 64 ? ~0u : (1u << (kE - 32)) - 1u};
+    int ncls[3] = {0, 0, 0};  // its NaN, +inf and -inf
     if (nonfinite) {
       float fmn = __int_as_float(0x7f800000), fmx = -fmn;
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
+      for (int j = 0; j < kE; ++j) {
         const bool fin = fabsf(u[j]) < __int_as_float(0x7f800000);
         fmn = fin ? fminf(fmn, u[j]) : fmn;
         fmx = fin ? fmaxf(fmx, u[j]) : fmx;
@@ -783,7 +811,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
       uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
+      for (int j = 0; j < kE; ++j) {
         const float v = u[j];
         const bool fin = fabsf(v) < __int_as_float(0x7f800000);
         finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
@@ -797,7 +825,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       // on a single counter).
       ncls[0] = __popc(nanm[0]) + __popc(nanm[1]);
       ncls[1] = __popc(pinfm[0]) + __popc(pinfm[1]);
-      ncls[2] = kLaneE - __popc(finm[0]) - __popc(finm[1]) - ncls[0] - ncls[1];
+      ncls[2] = kE - __popc(finm[0]) - __popc(finm[1]) - ncls[0] - ncls[1];
 #pragma unroll
       for (int o = 1; o < G; o *= 2) {
         bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
@@ -810,7 +838,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       mscale = ok ? scale : 0.f;
       mtop = ok ? mx : 0.f;
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+      for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
     const float upad = __shfl_sync(kFullMask, u[0], G * g);
@@ -821,13 +849,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       // Zero row g's counters, then count (one byte a bucket: no bucket of a row that is not
       // equal holds more than 255 of its 256 slots).
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        *reinterpret_cast<uint4*>(aux + C::kHistWords * g + 16 * l + 4 * i) =
+      for (int i = 0; i < C::kLaneHistWords / 4; ++i)
+        *reinterpret_cast<uint4*>(aux + C::kHistWords * g + C::kLaneHistWords * l + 4 * i) =
             make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
       if (nonfinite) {
 #pragma unroll
-        for (int j = 0; j < kLaneE; ++j)
+        for (int j = 0; j < kE; ++j)
           lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j),
                            lane_spare<G>(hbase, g, l));
         const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
@@ -838,7 +866,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < kLaneE; ++j) {
+        for (int j = 0; j < kE; ++j) {
           const uint32_t bits = __float_as_uint(u[j]);
           if (ok)
             lane_count<W>(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
@@ -867,7 +895,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
       uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
 #pragma unroll
-      for (int j = 0; j < kLaneE; ++j) {
+      for (int j = 0; j < kE; ++j) {
         a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
         w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
       }
@@ -899,17 +927,22 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         int pos = lane_group_inclusive<G>(mc, l) - mc;
         uint32_t* const tw = aux + C::kHistWords * g;
         *reinterpret_cast<uint2*>(tw + 2 * l) = make_uint2(0u, 0u);
-        lane_each_set(mem0, mem1,
-                      [&](int j) { lk[pos++] = lane_member_key(vrow[j], kLaneE * l + j); });
+        lane_each_set(mem0, mem1, [&](int j) { lk[pos++] = lane_member_key(vrow[j], kE * l + j); });
         lane_list_pad<G>(lk, part ? nn : 0, l);
         __syncwarp();
         // The `need` first members (rank < need) marked in their owner lanes' take bits (two
-        // words a lane: column c at bit c % 32 of word c / 32).  Items a lane: the warp's most
-        // (at most 32 members a row).
+        // words a lane: element j of lane l at bit j % 32 of word 2 l + j / 32).  Items a lane: the
+        // warp's most (at most 32 members a row).
         const int nl = part ? nn : 0;
         lane_rank_spread<G>(lk, nl, __reduce_max_sync(kFullMask, (nl + G - 1) / G), l,
                             [&](int rank, uint32_t c) {
-                              if (rank < need) atomicOr(tw + c / 32, 1u << (c % 32));
+                              if constexpr (kE == 64) {
+                                if (rank < need) atomicOr(tw + c / 32, 1u << (c % 32));
+                              } else {  // (column c: element c % kE of lane c / kE)
+                                const uint32_t cj = c % kE;
+                                if (rank < need)
+                                  atomicOr(tw + 2 * (c / kE) + cj / 32, 1u << (cj % 32));
+                              }
                             });
         __syncwarp();
         const uint2 tb = *reinterpret_cast<const uint2*>(tw + 2 * l);
@@ -918,7 +951,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         __syncwarp();  // (the words are reused by the output staging)
       }
       // (An equal row: lane l's first k - 64 l real elements.)
-      const int qe = min(max(k - kLaneE * l, 0), nreal);
+      const int qe = min(max(k - kE * l, 0), nreal);
       const uint32_t e0 = qe >= 32 ? ~0u : (1u << qe) - 1u;
       const uint32_t e1 = qe >= 64 ? ~0u : qe <= 32 ? 0u : (1u << (qe - 32)) - 1u;
       const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
@@ -935,9 +968,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         int pos = tinc - tc;
         lane_each_set(take0, take1, [&](int j) {
           if constexpr (kSorted)
-            lk[pos++] = lane_member_key<kLargest>(vrow[j], kLaneE * l + j);
+            lk[pos++] = lane_member_key<kLargest>(vrow[j], kE * l + j);
           else
-            so[kLaneOutStride * g + pos++] = uint16_t(kLaneE * l + j);
+            so[kLaneOutStride * g + pos++] = uint16_t(kE * l + j);
         });
       }
       if constexpr (kSorted) {
@@ -1023,8 +1056,12 @@ bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   const bool eight = kLaneEight && a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols &&
                      a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
                      (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
+  const bool sixteen = kLaneSixteen && a.cols >= LaneCfg<16>::kMinCols &&
+                       a.cols <= LaneCfg<16>::kCols &&
+                       a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
+                       (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
   return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
-         (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight) &&
+         (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight || sixteen) &&
          a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
@@ -1058,6 +1095,9 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
 template <typename scalar_t>
 void launch_lane_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
+  if constexpr (kLaneSixteen) {
+    if (a.cols > LaneCfg<8>::kCols) return launch_lane_rows_g<scalar_t, 16>(in, ov, oi, a, stream);
+  }
   if constexpr (kLaneEight) {
     if (a.cols > LaneCfg<4>::kCols) return launch_lane_rows_g<scalar_t, 8>(in, ov, oi, a, stream);
   }

@@ -1,7 +1,7 @@
 // The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the warp emulator: reads rows from a file,
 // runs lane_rows_kernel<T, G, largest, sorted> over a grid of blocks, writes the outputs (poisoned
 // first: unwritten slots show).  Driven by tests/test_lane_emu.py.
-//   lane_emu DTYPE(f32|f16|bf16) G(4|8) LARGEST(0|1) SORTED(0|1) ROWS COLS K GRID IN OUT_V OUT_I
+//   lane_emu DTYPE(f32|f16|bf16) G(4|8|16) LARGEST(0|1) SORTED(0|1) ROWS COLS K GRID IN OUT_V OUT_I
 #include <string>
 
 #include "warp_emu.h"
@@ -34,6 +34,7 @@ void run_g(int g, bool largest, bool sorted, int64_t rows, int cols, int k, unsi
            char** files) {
   if (g == 4) run_dir<T, 4>(largest, sorted, rows, cols, k, grid, files);
   if (g == 8) run_dir<T, 8>(largest, sorted, rows, cols, k, grid, files);
+  if (g == 16) run_dir<T, 16>(largest, sorted, rows, cols, k, grid, files);
 }
 
 }  // namespace
