@@ -99,7 +99,7 @@ def test_lane_rows(dtype):
     """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight, from 2^15 rows): fast rows,
     crowded rows narrowed by its later bucket levels or left to its fallback, NaN rows, a last warp of 5 rows
     (four lanes) or of 1 (eight: 2^15 + 1 rows, the 13 repeated); index order and rank order."""
-    from test_lane_rows import crowded_rows
+    from test_lane_rows import EIGHT_ROWS, crowded_rows
 
     gen = torch.Generator().manual_seed(17)
     for M in (256, 203, 512, 488):
@@ -107,7 +107,7 @@ def test_lane_rows(dtype):
         kinds += [crowded_rows(kind, (13, M), dtype, gen).cpu() for kind in ("nested", "deep")]
         x = torch.stack([kinds[r % 5][r] for r in range(13)])
         if M > 256:
-            x = x.repeat(-(-(2**15 + 1) // 13), 1)[: 2**15 + 1]
+            x = x.repeat(-(-(EIGHT_ROWS + 1) // 13), 1)[: EIGHT_ROWS + 1]
         for k in (16, 40):
             for largest in (True, False):
                 for sort in (False, True):

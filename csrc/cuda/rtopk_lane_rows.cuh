@@ -64,10 +64,9 @@ struct LaneCfg {
   static constexpr int kW = kCols <= 256 ? 1 : 2;
   static constexpr int kHistWords = 64 * kW;  // a row's 256 counters
   static constexpr unsigned kGroupBits = (1u << G) - 1u;
-  // Lane 0 of each row.
-  static constexpr unsigned kFirstLanes = G == 4 ? 0x11111111u : G == 8 ? 0x01010101u : 0x00010001u;
-  static constexpr int kLaneHistWords = kHistWords / G;  // a lane's share of the row's counters
-  static constexpr int kVpt = kCols / 32;                // the fallback row body's values a lane
+  static constexpr unsigned kFirstLanes = ~0u / kGroupBits;  // lane 0 of each row (bit 0 of each G)
+  static constexpr int kLaneHistWords = kHistWords / G;      // a lane's share of the row's counters
+  static constexpr int kVpt = kCols / 32;  // the fallback row body's values a lane
   using Col = std::conditional_t<G == 4, uint8_t, uint16_t>;  // a column in the sorted lists
 };
 
@@ -1046,20 +1045,20 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 // Whether the lane kernel takes a launch: exact mode, k <= 128 (rank-ordered output up to
 // kLaneSortedMaxK), a 16-byte aligned input, and rows of 16/32-bit elements where it was measured
 // faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from 2^17 rows
-// (notes v32); kLaneEightMinCols..512 in whole 16-byte vectors (eight lanes a row) from 2^15 rows,
-// or 2^14 with k > 32 (notes v41).
+// (notes v32); kLaneEightMinCols..512 (eight lanes a row; 721..768 with sixteen once kLaneSixteen)
+// in whole 16-byte vectors from 2^15 rows, or 2^14 with k > 32 (notes v41).
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
   const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols &&
                     (a.k <= 64 || a.rows >= (int64_t(1) << 17));
-  const bool eight = kLaneEight && a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols &&
-                     a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
-                     (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
-  const bool sixteen = kLaneSixteen && a.cols >= LaneCfg<16>::kMinCols &&
-                       a.cols <= LaneCfg<16>::kCols &&
-                       a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
-                       (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
+  // (Eight or sixteen lanes a row: the rows and launches they take.)
+  const bool wide = a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
+                    (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
+  const bool eight =
+      kLaneEight && wide && a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
+  const bool sixteen =
+      kLaneSixteen && wide && a.cols >= LaneCfg<16>::kMinCols && a.cols <= LaneCfg<16>::kCols;
   return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
          (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight || sixteen) &&
          a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
