@@ -1,7 +1,7 @@
 """The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the CPU through the warp emulator (tests/emu): its instances with
 four, eight and sixteen lanes a row, index and rank order, largest and smallest, against the plain-torch reference bit for
-bit, including launches the CUDA backend does not dispatch (eight lanes at 449..479 elements, rank order past k = 16
-with eight lanes: benchmarks/wip/lane_sorted32.patch; sixteen lanes a row, rows of 721..768: kLaneSixteen). Each run
+bit, including launches the CUDA backend does not dispatch (eight lanes at 449..479 elements, sixteen lanes below 2^17
+rows or k <= 24, rank order with sixteen lanes) and the small launches it never makes (a few rows a grid). Each run
 holds rows of every kind side by side (so that rows of different kinds share a warp), crowded rows, and a last warp
 with fewer rows than it holds; a grid smaller than the rows so that warps loop. The emulator also aborts when lanes
 diverge at a warp collective. Runs where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with
@@ -31,8 +31,8 @@ pytestmark = [
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
-# The rank-ordered instances' largest k by lanes a row (a row's member list holds 32 keys; four lanes a row are
-# dispatched up to 16, kLaneSortedMaxK).
+# The rank-ordered instances' largest k by lanes a row (a row's member list holds 32 keys; dispatched up to 16 with
+# four lanes a row, 32 with eight, not with sixteen: kLaneSortedMaxK).
 SORTED_CAP = {4: 16, 8: 32, 16: 32}
 
 

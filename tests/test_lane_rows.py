@@ -1,6 +1,6 @@
 """Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
 eight rows a warp; 480..512 in whole 16-byte vectors with eight lanes a row, four rows a warp, from 2^15 rows;
-rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's row body in
+721..768 in whole vectors with sixteen lanes a row, two rows a warp, from 2^17 rows and k = 25; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's row body in
 the same launch): against the plain-torch reference bit for bit, in index order (largest by rtopk.rtopk,
 smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change the
 padding or the load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the
@@ -23,20 +23,25 @@ LENGTHS = [193, 197, 200, 252, 255, 256]
 # Eight lanes a row: 480 / 488 / 496 (whole vectors, padding), 500 (fp32 only: 16-bit rows of 500 are not whole
 # 16-byte vectors), 512; 449 / 470 / 511 the warp kernel (the eight-lane kernel is not dispatched there).
 LENGTHS += [449, 470, 480, 488, 496, 500, 511, 512]
-# Sixteen lanes a row (once dispatched, kLaneSixteen): 744 (whole vectors, padding), 768.
+# Sixteen lanes a row (k > 24; below, the warp kernel): 744 (whole vectors, padding), 768.
 LENGTHS += [744, 768]
 KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
 MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
 EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^15 rows on (k > 32: 2^14)
+# The sixteen-lane kernel takes launches from 2^17 rows; so does the eight-lane kernel's rank order past k = 16
+# for fp32 rows (16-bit rows: from EIGHT_ROWS).
+WIDE_ROWS = 2**17
 
 
 def dispatched(x):
-    """x, its rows repeated up to EIGHT_ROWS or more when they are long enough for the eight-lane kernel (or the
-    sixteen-lane one, once dispatched; each repeat is checked like the first: the launch's warps hold them in
-    other places)."""
+    """x, its rows repeated up to EIGHT_ROWS (rows of 257..512) or WIDE_ROWS (longer) or more when they are long
+    enough for the eight- or sixteen-lane kernel (each repeat is checked like the first: the launch's warps hold
+    them in other places)."""
     n, m = x.shape
-    return x if m <= 256 else x.repeat(-(-EIGHT_ROWS // n), 1)
+    if m <= 256:
+        return x
+    return x.repeat(-(-(EIGHT_ROWS if m <= 512 else WIDE_ROWS) // n), 1)
 
 
 def lane_rows(kind, shape, dtype, gen):
@@ -210,5 +215,18 @@ def test_lane_rows_sorted_ties(dtype):
             x[r, cols] = 4.5 if r % 2 else -4.5  # the largest (odd rows) or the smallest (even rows)
         x[::7] = torch.round(x[::7] * 4) / 4
         xc = dispatched(x.to(dtype).cuda())
-        for k in (3, 16, 17, 20, 64):
+        for k in (3, 16, 17, 20, 32, 64):
             check_sorted(xc, k, f"M={M} k={k} dtype={dtype}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_lane_rows_sorted_eight_lanes(dtype):
+    """Rank order past k = 16 in the eight-lane kernel (k <= 32; fp32 from WIDE_ROWS rows): randn, coarse and tied
+    rows, NaN and -inf mixed in (the fallback in the same warps), both directions; k = 33 takes the warp kernel."""
+    gen = torch.Generator().manual_seed(61 + DTYPES.index(dtype))
+    for M in (512, 488):
+        kinds = ["randn", "coarse", "ties", "nan", "heavy_tail", "neg_inf_heavy", "randn"]
+        x = torch.cat([lane_rows(kind, (149, M), dtype, gen) for kind in kinds])  # 1043 rows, kinds in runs
+        x = x.repeat(-(-(WIDE_ROWS + 3) // x.shape[0]), 1)[: WIDE_ROWS + 3]
+        for k in (17, 24, 31, 32, 33):
+            check_sorted(x, k, f"M={M} k={k} dtype={dtype}")

@@ -1,7 +1,8 @@
 // Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel), and
 // of 449..512 with eight lanes a row, four rows a warp and 16-bit bucket counters (dispatched from
 // 480 elements in whole 16-byte vectors: lane_rows_apply); the same with sixteen lanes a row, 48
-// elements a lane, for rows of 721..768 is written but not dispatched yet (kLaneSixteen).
+// elements a lane and two rows a warp for rows of 721..768 (from 2^17 rows and k = 25, index
+// order: lane_rows_apply).
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -20,9 +21,9 @@
 //           the row's list split over its lanes, lane_rank_spread);
 //           more than 32 members: further bucket levels over them (lane_crowded);
 //   flush:  indices staged in index order, values from the staging, coalesced over the 8 rows.
-//   rank order (kSorted, rtopk.topk's sorted=True, k <= 16): the taken elements listed as keys
-//           (value, then index), each ranked by its count of larger keys (pairwise: cheap for
-//           small k only: dispatched up to kLaneSortedMaxK; notes v36).
+//   rank order (kSorted, rtopk.topk's sorted=True, k <= 16 with four lanes a row, 32 with eight):
+//           the taken elements listed as keys (value, then index), each ranked by its count of
+//           larger keys (pairwise: cheap for small k only: kLaneSortedMaxK; notes v36).
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
@@ -95,18 +96,31 @@ constexpr int kLaneWalk = 4;
 template <typename scalar_t, bool kSorted>
 constexpr bool kLaneWalks = sizeof(scalar_t) == 4 && !kSorted;
 static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
-// Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list
-// (kLaneSortedCap keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in
-// the row's counter words after those keys (a byte a column with four lanes a row, two with eight).
-constexpr int kLaneSortedCap = 16;
-constexpr int kLaneRankedAt = 2 * kLaneSortedCap;  // (words from the row's counters)
-static_assert(kLaneRankedAt * 4 + kLaneSortedCap * 2 <= 4 * LaneCfg<4>::kHistWords,
-              "the keys and the ranked columns fit a row's counter words");
-// The largest k whose rank-ordered output the lane kernel gives; above it the sorted call takes
-// the warp kernel (H100, 2^18 rows of 256: k = 8 0.82x, 16 0.93x, 24 1.04x, 32 1.10x of its time;
-// notes v36).
-constexpr int kLaneSortedMaxK = 16;
-static_assert(kLaneSortedMaxK <= kLaneSortedCap, "a row's keys fit its member list");
+// Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list (32
+// keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in the row's counter
+// words from kLaneRankedAt on (a byte a column with four lanes a row, two with eight).
+constexpr int kLaneRankedAt = 32;  // (words from the row's counters)
+// The largest k whose rank-ordered output the lane kernel gives, by lanes a row; above it the
+// sorted call takes the warp kernel.  Four lanes (H100, 2^18 rows of 256): k = 8 0.82x, 16 0.93x,
+// 24 1.04x, 32 1.10x of its time (notes v36).  Eight lanes (half the compares a lane; H100, rows
+// of 512, k = 24..32): bf16 0.87-0.92x of its time, fp32 0.98-0.99x from 2^18 rows but 1.08x at
+// 2^16 (the rank-ordered fp32 instances do not prefetch, kLaneWalks): past k = 16 only 16-bit
+// rows and fp32 launches of kLaneSortedWideRows rows (notes v42).  Sixteen lanes: none (they take
+// k > kLaneSixteenMinK only; 1: no rank-ordered instances).
+template <int G>
+constexpr int kLaneSortedMaxK = G == 4   ? 16
+                                : G == 8 ? 32
+                                         : 1;
+constexpr int kLaneSortedNarrowK = 16;
+constexpr int64_t kLaneSortedWideRows = int64_t(1) << 17;
+template <int G>
+constexpr bool lane_sorted_fits() {
+  return kLaneSortedMaxK<G> <= 32 &&
+         kLaneRankedAt * 4 + kLaneSortedMaxK<G> * int(sizeof(typename LaneCfg<G>::Col)) <=
+             4 * LaneCfg<G>::kHistWords;
+}
+static_assert(lane_sorted_fits<4>() && lane_sorted_fits<8>() && lane_sorted_fits<16>(),
+              "a row's keys fit its member list, its ranked columns its counter words");
 // Eight lanes a row (rows of 449..512).  H200, exact, against the warp kernel (notes v41): 512
 // elements 0.70-0.86x of its time from 2^16 rows (k = 16..128; bf16 0.65-0.85x), 480 0.96x (fp32)
 // / 0.82x (bf16), but 449 1.17x (rows not whole 16-byte vectors: staged element by element) and
@@ -116,9 +130,15 @@ constexpr bool kLaneEight = true;
 constexpr int kLaneEightMinCols = 480;
 static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest rows");
 // Sixteen lanes a row, two rows a warp, 48 elements a lane (rows of 721..768 in whole 16-byte
-// vectors, dispatched as eight lanes are): written and emulated (tests/test_lane_emu.py), not
-// measured yet (notes v41 item 8), so not dispatched.
-constexpr bool kLaneSixteen = false;
+// vectors).  H100, exact, against the warp kernel (notes v42), 768 elements: fp32 0.87-0.95x of its
+// time at k = 64 / 128 from 2^17 rows, but 1.02-1.09x at k = 16 (where the warp kernel's first
+// bracket comes from group maxima, k <= 24) and 1.11-1.12x below 2^17 rows (the per-row work shared
+// by two rows only; 128 registers, 16 warps an SM); bf16 0.74-0.84x at k = 64 / 128, 0.95-1.0x at
+// 16.  744 elements: k = 128 0.95x (bf16 0.81x), k = 16 1.18x.  Dispatched from kLaneSixteenRows
+// rows for k > kLaneSixteenMinK.
+constexpr bool kLaneSixteen = true;
+constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
+constexpr int kLaneSixteenMinK = 24;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
               "counters 512-byte aligned");
 
@@ -239,10 +259,40 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
         else  // (e and the row a constant once unrolled)
           lane_store4<kLargest>(sf + lane_stage_at<G>(e / C::kCols, e % C::kCols + q), f + q);
     }
+  } else if (nrows == C::kRows && cols % VW == 0) {
+    // Rows of whole 16-byte vectors (every eight- and sixteen-lane launch): loaded row by row, all
+    // before the first store.  Vector v of a row lies in one chunk (VW divides kE), at a staging
+    // word that depends on (lane, i) only: computed once for the warp's rows, not for each vector
+    // with its row and column stepped (2^18 rows of 744: 1.28x the time of 768, notes v42).
+    constexpr int kRowLoads = C::kCols / VW / 32;  // a row's 16-byte loads a lane, at most
+    const int nvec = cols / VW;
+    const int vl = lane_opaque(lane);  // (what depends on it only is not hoisted out of the rows)
+    uint4 raw[C::kRows][kRowLoads];
+#pragma unroll
+    for (int rr = 0; rr < C::kRows; ++rr) {
+      const uint4* const row4 = reinterpret_cast<const uint4*>(src + rr * cols);
+#pragma unroll
+      for (int i = 0; i < kRowLoads; ++i)
+        raw[rr][i] = 32 * i + vl < nvec ? __ldg(row4 + 32 * i + vl) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int i = 0; i < kRowLoads; ++i) {
+      if (32 * i + vl >= nvec) break;
+      const int at = lane_stage_at<G>(0, (32 * i + vl) * VW);
+#pragma unroll
+      for (int rr = 0; rr < C::kRows; ++rr) {
+        float f[VW];
+        lane_unpack<scalar_t>(raw[rr][i], f);
+#pragma unroll
+        for (int q = 0; q < VW; q += 4)
+          lane_store4<kLargest>(sf + rr * C::kRowWords + at + q, f + q);
+      }
+    }
   } else if (nrows == C::kRows && (C::kRows * cols * int(sizeof(scalar_t))) % 16 == 0) {
-    // A whole number of 16-byte vectors (always with 8 rows a warp; with 4, unless 16-bit rows of
-    // odd length, whose blocks are not 16-byte aligned either), all loaded before the first store.
-    // The vectors' (row, column) stepped by 32 * VW elements (at most two rows a step).
+    // Rows not in whole vectors, their block in whole 16-byte vectors (with 8 rows a warp always;
+    // with 4, unless 16-bit rows of odd length, whose blocks are not 16-byte aligned either), all
+    // loaded before the first store.  The vectors' (row, column) stepped by 32 * VW elements (at
+    // most two rows a step), stored element by element (a vector may cross a row or a chunk).
     const int nvec = C::kRows * cols / VW;
     uint4 raw[kLoads];
 #pragma unroll
@@ -253,44 +303,23 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
       c0 -= cols;
       ++rr;
     }
-    if (cols % VW == 0) {
-      // A vector never crosses a row or a chunk (VW divides both): whole float4 stores.
 #pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        if (32 * i + lane >= nvec) break;
-        float f[VW];
-        lane_unpack<scalar_t>(raw[i], f);
+    for (int i = 0; i < kLoads; ++i) {
+      if (32 * i + lane >= nvec) break;
+      float f[VW];
+      lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
-        for (int q = 0; q < VW; q += 4)
-          lane_store4<kLargest>(sf + lane_stage_at<G>(rr, c0 + q), f + q);
-        c0 += 32 * VW;
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-          if (c0 >= cols) {
-            c0 -= cols;
-            ++rr;
-          }
+      for (int q = 0; q < VW; ++q) {
+        const bool next = c0 + q >= cols;  // (VW < cols: at most one row boundary)
+        sf[lane_stage_at<G>(rr + int(next), c0 + q - (next ? cols : 0))] = directed<kLargest>(f[q]);
       }
-    } else {
+      c0 += 32 * VW;
 #pragma unroll
-      for (int i = 0; i < kLoads; ++i) {
-        if (32 * i + lane >= nvec) break;
-        float f[VW];
-        lane_unpack<scalar_t>(raw[i], f);
-#pragma unroll
-        for (int q = 0; q < VW; ++q) {
-          const bool next = c0 + q >= cols;  // (VW < cols: at most one row boundary)
-          sf[lane_stage_at<G>(rr + int(next), c0 + q - (next ? cols : 0))] =
-              directed<kLargest>(f[q]);
+      for (int t = 0; t < 2; ++t)
+        if (c0 >= cols) {
+          c0 -= cols;
+          ++rr;
         }
-        c0 += 32 * VW;
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-          if (c0 >= cols) {
-            c0 -= cols;
-            ++rr;
-          }
-      }
     }
   } else {
     // The last, partial block of rows (or a block that is not whole vectors): element by element,
@@ -961,8 +990,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       const int taken = __shfl_sync(kFullMask, tinc, G * g + G - 1);
       ok = (ok || equal) && taken == k;
       // Output indices staged in index order; rows whose count is off (none should be) fall back.
-      // Rank order (kSorted, k <= kLaneSortedCap): the taken elements listed as rank keys instead,
-      // then each ranked against its row's list.
+      // Rank order (kSorted, k <= kLaneSortedMaxK<G>): the taken elements listed as rank keys
+      // instead, then each ranked against its row's list.
       if (ok) {
         int pos = tinc - tc;
         lane_each_set(take0, take1, [&](int j) {
@@ -975,7 +1004,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       if constexpr (kSorted) {
         lane_list_pad<G>(lk, ok ? k : 0, l);
         __syncwarp();
-        // Each taken column at its rank (k <= kLaneSortedCap: up to 4 items a lane with G = 4).
+        // Each taken column at its rank (k <= kLaneSortedMaxK<G>: up to 4 items a lane).
         Col* const rl = ranked(g);
         lane_rank_spread<G>(lk, ok ? k : 0, (k + G - 1) / G, l,
                             [&](int rank, uint32_t c) { rl[rank] = Col(c); });
@@ -1043,25 +1072,34 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 // Whether the lane kernel takes a launch: exact mode, k <= 128 (rank-ordered output up to
-// kLaneSortedMaxK), a 16-byte aligned input, and rows of 16/32-bit elements where it was measured
-// faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from 2^17 rows
-// (notes v32); kLaneEightMinCols..512 (eight lanes a row; 721..768 with sixteen once kLaneSixteen)
-// in whole 16-byte vectors from 2^15 rows, or 2^14 with k > 32 (notes v41).
+// kLaneSortedMaxK<G>, fp32 past kLaneSortedNarrowK from kLaneSortedWideRows), a 16-byte aligned
+// input, and rows of 16/32-bit elements where it was measured faster than the value kernel:
+// 193..256 elements (four lanes a row) with k <= 64 or from 2^17 rows (notes v32);
+// kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from 2^15 rows, or 2^14 with
+// k > 32 (notes v41); 721..768 (sixteen lanes) in whole vectors from kLaneSixteenRows rows with
+// k > kLaneSixteenMinK (notes v42).
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
   const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols &&
                     (a.k <= 64 || a.rows >= (int64_t(1) << 17));
-  // (Eight or sixteen lanes a row: the rows and launches they take.)
-  const bool wide = a.cols % (16 / int64_t(sizeof(scalar_t))) == 0 &&
-                    (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14)));
-  const bool eight =
-      kLaneEight && wide && a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
-  const bool sixteen =
-      kLaneSixteen && wide && a.cols >= LaneCfg<16>::kMinCols && a.cols <= LaneCfg<16>::kCols;
-  return sizeof(Compute) == 4 && exact_mode<Compute>(a) &&
-         (!(a.sorted && a.k > 1) || a.k <= kLaneSortedMaxK) && (four || eight || sixteen) &&
-         a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  const bool vectors = a.cols % (16 / int64_t(sizeof(scalar_t))) == 0;
+  const bool eight = kLaneEight && vectors &&
+                     (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14))) &&
+                     a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
+  const bool sixteen = kLaneSixteen && vectors && a.rows >= kLaneSixteenRows &&
+                       a.k > kLaneSixteenMinK && a.cols >= LaneCfg<16>::kMinCols &&
+                       a.cols <= LaneCfg<16>::kCols;
+  const int sorted_max = four    ? kLaneSortedMaxK<4>
+                         : eight ? kLaneSortedMaxK<8>
+                                 : kLaneSortedMaxK<16>;
+  const bool sorted_ok =
+      !(a.sorted && a.k > 1) ||
+      (a.k <= sorted_max &&
+       (a.k <= kLaneSortedNarrowK || sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows));
+  return sizeof(Compute) == 4 && exact_mode<Compute>(a) && sorted_ok &&
+         (four || eight || sixteen) && a.k <= kLaneMaxK &&
+         reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
 template <typename scalar_t, int G>
@@ -1074,7 +1112,7 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   // than 256 warps an SM.  The waves keep the blocks dynamically balanced: with one resident
   // wave walking all the rows, rows of uneven cost (NaN mixed in, heavy tails) took 1.03-1.11x
   // their time at 2^16 rows of 256, randn 0.96x (notes v40).
-  const bool sorted = kLaneSortedMaxK > 1 && a.sorted && a.k > 1;
+  const bool sorted = 1 < kLaneSortedMaxK<G> && a.sorted && a.k > 1;
   const int64_t sms = std::max(a.num_sms, 1);
   const int64_t walk = !sorted && kLaneWalks<scalar_t, false> ? kLaneWalk : 1;
   const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
@@ -1082,7 +1120,7 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
   auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false>
                           : lane_rows_kernel<scalar_t, G, false, false>;
-  if constexpr (kLaneSortedMaxK > 1) {
+  if constexpr (1 < kLaneSortedMaxK<G>) {
     if (sorted)
       kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true>
                          : lane_rows_kernel<scalar_t, G, false, true>;
