@@ -1,12 +1,12 @@
 """Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
-eight rows a warp; 480..512 in whole 16-byte vectors with eight lanes a row, four rows a warp, from 2^15 rows;
-721..768 in whole vectors with sixteen lanes a row, two rows a warp, from 2^17 rows and k = 25; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's row body in
-the same launch): against the plain-torch reference bit for bit, in index order (largest by rtopk.rtopk,
-smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change the
-padding or the load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the
+eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's
+row body in the same launch), and rows of 449..512 and 721..768, where the kernel's eight- and sixteen-lane shapes
+take launches once dispatched (kLaneEight: 480..512 in whole 16-byte vectors from 2^15 rows; kLaneSixteen:
+721..768 from 2^17 rows and k > 24): against the plain-torch reference bit for bit, in index order (largest by
+rtopk.rtopk, smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change
+the padding or the load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the
 four-lane kernel takes only launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.
-Rows of 449..479 (and 480..512 not in whole vectors) take the warp kernel; the emulator (test_lane_emu.py) runs
-the eight-lane kernel on them.  Skipped without CUDA."""
+The emulator (test_lane_emu.py) runs every shape of the kernel, dispatched or not.  Skipped without CUDA."""
 
 import pytest
 import torch
@@ -35,13 +35,11 @@ WIDE_ROWS = 2**17
 
 
 def dispatched(x):
-    """x, its rows repeated up to EIGHT_ROWS (rows of 257..512) or WIDE_ROWS (longer) or more when they are long
-    enough for the eight- or sixteen-lane kernel (each repeat is checked like the first: the launch's warps hold
-    them in other places)."""
+    """x, its rows repeated up to EIGHT_ROWS or more when they are long enough for the eight-lane kernel (each
+    repeat is checked like the first: the launch's warps hold them in other places).  (Rows of 721..768 are not
+    repeated to WIDE_ROWS while the sixteen-lane kernel is not dispatched: kLaneSixteen.)"""
     n, m = x.shape
-    if m <= 256:
-        return x
-    return x.repeat(-(-(EIGHT_ROWS if m <= 512 else WIDE_ROWS) // n), 1)
+    return x if m <= 256 or m > 512 else x.repeat(-(-EIGHT_ROWS // n), 1)
 
 
 def lane_rows(kind, shape, dtype, gen):

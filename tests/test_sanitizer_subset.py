@@ -107,18 +107,18 @@ def test_stream_rows(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows(dtype):
-    """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight, 744..768 sixteen, from 2^17
-    rows here: the fp32 rank order to k = 32 with eight lanes too): fast rows, crowded rows narrowed by its later
-    bucket levels or left to its fallback, NaN rows, a last warp of 5 rows (four lanes) or of 1 (eight and sixteen:
-    2^17 + 1 rows, the 13 repeated); index order and rank order."""
-    from test_lane_rows import WIDE_ROWS, crowded_rows
+    """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight from 2^15 rows, when dispatched:
+    kLaneEight): fast rows, crowded rows narrowed by its later bucket levels or left to its fallback, NaN rows, a
+    last warp of 5 rows (four lanes) or of 1 (eight: 2^15 + 1 rows, the 13 repeated); index order and rank order
+    (to k = 24 with eight lanes and 16-bit rows)."""
+    from test_lane_rows import EIGHT_ROWS, crowded_rows
 
     gen = torch.Generator().manual_seed(17)
-    for M in (256, 203, 512, 488, 768, 744):
+    for M in (256, 203, 512, 488):
         kinds = [make_rows(kind, (13, M), dtype, "cpu", gen) for kind in ("randn", "heavy_tail", "nan")]
         kinds += [crowded_rows(kind, (13, M), dtype, gen).cpu() for kind in ("nested", "deep")]
         x = torch.stack([kinds[r % 5][r] for r in range(13)])
-        rows = 13 if M <= 256 else WIDE_ROWS + 1
+        rows = 13 if M <= 256 else EIGHT_ROWS + 1
         for k in (16, 24, 40):
             for largest in (True, False):
                 for sort in (False, True):

@@ -16,8 +16,9 @@ from conftest import HAS_CUDA
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
 SLOW_ROW_BOUND = 2.0
-# (rows, row length, k): the lane kernel with four lanes a row (256), eight (512) and sixteen (768 from 2^17
-# rows), the warp-per-row kernel (768 below 2^17 rows) and the kernels of longer rows (2048, 8192).
+# (rows, row length, k): the lane kernel with four lanes a row (256), the warp-per-row kernel (512, 768; the lane
+# kernel's eight- and sixteen-lane shapes there once dispatched, 768 from 2^17 rows: kLaneEight, kLaneSixteen) and
+# the kernels of longer rows (2048, 8192).
 SHAPES = [(2**16, 256, 64), (2**16, 512, 64), (2**16, 768, 64), (2**17, 768, 64), (2**15, 2048, 128),
           (2**13, 8192, 128)]
 

@@ -1,8 +1,8 @@
-// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel), and
-// of 449..512 with eight lanes a row, four rows a warp and 16-bit bucket counters (dispatched from
-// 480 elements in whole 16-byte vectors: lane_rows_apply); the same with sixteen lanes a row, 48
-// elements a lane and two rows a warp for rows of 721..768 (from 2^17 rows and k = 25, index
-// order: lane_rows_apply).
+// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel).
+// Written, emulated and measured but not dispatched (kLaneEight, kLaneSixteen: rows that stress the
+// cut cost more than twice randn rows there): rows of 449..512 with eight lanes a row, four rows a
+// warp and 16-bit bucket counters (from 480 elements in whole 16-byte vectors); rows of 721..768
+// with sixteen lanes a row, 48 elements a lane and two rows a warp.
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -125,8 +125,12 @@ static_assert(lane_sorted_fits<4>() && lane_sorted_fits<8>() && lane_sorted_fits
 // elements 0.70-0.86x of its time from 2^16 rows (k = 16..128; bf16 0.65-0.85x), 480 0.96x (fp32)
 // / 0.82x (bf16), but 449 1.17x (rows not whole 16-byte vectors: staged element by element) and
 // 2^14 rows at k = 16 1.05x (k = 64 / 128 0.93 / 0.91x).  (On an H100 in v36, before the later
-// changes to both paths: 0.96-1.0x at 512.)  Dispatched where measured faster: kLaneEightMinCols.
-constexpr bool kLaneEight = true;
+// changes to both paths: 0.96-1.0x at 512.)  But on rows that stress the cut it takes 1.4-2.3x the
+// warp kernel's time (H100, 2^18 rows of 512, k = 64: NaN mixed in 2.39x its randn rows' time,
+// randn^5 2.20x, bf16 randn^5 2.32x; 2^16 rows bf16 randn^5 2.04x; the warp kernel 1.2-1.3x; notes
+// v42), past the 2x bound of tests/test_slow_rows.py: not dispatched (kLaneEight false) until its
+// crowded and tied rows cost less.  When on: kLaneEightMinCols..512.
+constexpr bool kLaneEight = false;
 constexpr int kLaneEightMinCols = 480;
 static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest rows");
 // Sixteen lanes a row, two rows a warp, 48 elements a lane (rows of 721..768 in whole 16-byte
@@ -134,9 +138,12 @@ static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest 
 // time at k = 64 / 128 from 2^17 rows, but 1.02-1.09x at k = 16 (where the warp kernel's first
 // bracket comes from group maxima, k <= 24) and 1.11-1.12x below 2^17 rows (the per-row work shared
 // by two rows only; 128 registers, 16 warps an SM); bf16 0.74-0.84x at k = 64 / 128, 0.95-1.0x at
-// 16.  744 elements: k = 128 0.95x (bf16 0.81x), k = 16 1.18x.  Dispatched from kLaneSixteenRows
-// rows for k > kLaneSixteenMinK.
-constexpr bool kLaneSixteen = true;
+// 16.  744 elements: k = 128 0.95x (bf16 0.81x), k = 16 1.18x.  But rows that stress the cut take
+// more than twice the time of randn rows (2^17 x 768, k = 64: NaN mixed in 2.19x, randn^5 2.09x,
+// few ulps 2.03x, two values 2.00x; the bound of tests/test_slow_rows.py is 2x): not dispatched
+// (kLaneSixteen false) until its crowded and tied rows cost less.  When on: from kLaneSixteenRows
+// rows, k > kLaneSixteenMinK.
+constexpr bool kLaneSixteen = false;
 constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
 constexpr int kLaneSixteenMinK = 24;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
@@ -1076,8 +1083,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 // input, and rows of 16/32-bit elements where it was measured faster than the value kernel:
 // 193..256 elements (four lanes a row) with k <= 64 or from 2^17 rows (notes v32);
 // kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from 2^15 rows, or 2^14 with
-// k > 32 (notes v41); 721..768 (sixteen lanes) in whole vectors from kLaneSixteenRows rows with
-// k > kLaneSixteenMinK (notes v42).
+// k > 32 (notes v41), once kLaneEight; 721..768 (sixteen lanes) in whole vectors from
+// kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42), once kLaneSixteen.
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
