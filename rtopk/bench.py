@@ -39,7 +39,7 @@ GRIDS = {
     # Row distributions that stress the search, each next to randn rows of the same shape.
     "adversarial": [
         (2**16, M, 64, d)
-        for M in (256, 768)
+        for M in (256, 512, 768)
         for d in ("randn",) + ADVERSARIAL
     ],
 }

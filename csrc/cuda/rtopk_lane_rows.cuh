@@ -267,10 +267,11 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
           lane_store4<kLargest>(sf + lane_stage_at<G>(e / C::kCols, e % C::kCols + q), f + q);
     }
   } else if (nrows == C::kRows && cols % VW == 0) {
-    // Rows of whole 16-byte vectors (every eight- and sixteen-lane launch): loaded row by row, all
-    // before the first store.  Vector v of a row lies in one chunk (VW divides kE), at a staging
-    // word that depends on (lane, i) only: computed once for the warp's rows, not for each vector
-    // with its row and column stepped (2^18 rows of 744: 1.28x the time of 768, notes v42).
+    // Rows of whole 16-byte vectors (every eight- and sixteen-lane launch; four-lane rows of a
+    // multiple of 4 (fp32) or 8 (16-bit) elements): loaded row by row, all before the first store.
+    // Vector v of a row lies in one chunk (VW divides kE), at a staging word that depends on (lane,
+    // i) only: computed once for the warp's rows, not for each vector with its row and column
+    // stepped (2^18 rows of 744: 1.28x the time of 768, notes v42).
     constexpr int kRowLoads = C::kCols / VW / 32;  // a row's 16-byte loads a lane, at most
     const int nvec = cols / VW;
     const int vl = lane_opaque(lane);  // (what depends on it only is not hoisted out of the rows)
