@@ -198,6 +198,23 @@ __device__ __forceinline__ void lane_unpack(const uint4& raw, float* f) {
   }
 }
 
+// A staged (directed) value as the element it was staged from.  fp32 and bf16 bit for bit, a NaN's
+// sign and payload too (the staging and directed() move bits only; a bf16 element is the upper half
+// of its float), so the flush needs no re-read of NaN from global memory (2^18 rows of 512, NaN
+// mixed in: those re-reads were a quarter of the kernel's stall samples, notes v43).  fp16 rounds
+// back exactly for numbers; its NaN are re-read by the caller (the conversion may quiet them).
+template <typename scalar_t, bool kLargest>
+__device__ __forceinline__ scalar_t lane_unstage(float v) {
+  const float d = directed<kLargest>(v);
+  if constexpr (std::is_same_v<scalar_t, __nv_bfloat16>) {
+    __nv_bfloat16_raw r;
+    r.x = static_cast<unsigned short>(__float_as_uint(d) >> 16);
+    return __nv_bfloat16(r);
+  } else {
+    return Elem<scalar_t>::from_compute(d);
+  }
+}
+
 // Word of element c of staged row rr.
 template <int G>
 __device__ __forceinline__ int lane_stage_at(int rr, int c) {
@@ -369,7 +386,10 @@ __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
 // The bucket map of a row's directed value v as the integer-valued float 2^23 + bucket (the
 // bucket is its low byte).  Finite warps: (top - v) * scale, 0 for the row's largest value.
 // Warps with NaN or +-inf (kNonFinite): NaN nanb (bucket 0 or 255), +inf 1, the finite values
-// 2..253 from top, -inf 254.  One definition for the first level and the crowded levels.
+// 2..253 from top, -inf 254, by clamps (scale > 0): the infinities come out of the map as -inf and
+// +inf and clamp to 1 and 254; NaN passes the NaN-propagating clamps and goes to nanb by the last
+// one (5 instructions an element; tests and selects on v took 8, notes v43).  One definition for
+// the first level and the crowded levels.
 // lift (a power of two, lane_lift_of): top and scale are in units of v * lift; top - v * lift
 // rounds once, as top - v does with lift 1.
 template <bool kNonFinite>
@@ -378,11 +398,9 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
   if constexpr (!kNonFinite) {
     return fmaf(fmaf(-v, lift, top), scale, 8388608.f);
   } else {
-    const bool fin = fabsf(v) < __int_as_float(0x7f800000);
-    return fin       ? fmaf(fmaf(-v, lift, top), scale, 8388610.f)
-           : v != v  ? nanb
-           : v > 0.f ? 8388609.f
-                     : 8388862.f;
+    const float c =
+        min_nan(max_nan(fmaf(fmaf(-v, lift, top), scale, 8388610.f), 8388609.f), 8388862.f);
+    return nanb < 8388609.f ? fmaxf(c, nanb) : fminf(c, nanb);  // (nanb: a constant)
   }
 }
 
@@ -575,6 +593,14 @@ template <int W>
 __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p,
                                               uint32_t spare) {
   lane_red(p ? hbase | lane_counter_word<W>(bits) : spare, lane_counter_add<W>(bits, 1u));
+}
+// lane_count of one where p (the finite elements of a warp with NaN or +-inf), else one in byte
+// `bits & 3` of the lane's spare word (its NaN, +inf and -inf, counted apart there).
+template <int W>
+__device__ __forceinline__ void lane_count_class(uint32_t hbase, uint32_t bits, bool p,
+                                                 uint32_t spare) {
+  lane_red(p ? hbase | lane_counter_word<W>(bits) : spare,
+           p ? lane_counter_add<W>(bits, 1u) : lane_counter_add<1>(bits, 1u));
 }
 // The spare word of lane l of row g (row g's counters at hbase): word G g + l of the member lists,
 // which are written after the counts.  (From hbase where it is used: one register less across the
@@ -820,9 +846,6 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // The row's map (lane_map): set below.
     float mtop, mscale;
     const float mnanb = kLargest ? 8388608.f : 8388863.f;
-    // The lane's finite elements (no bits past its kE: the -inf count below counts the others).
-    uint32_t finm[2] = {~0u, kE == 64 ? ~0u : (1u << (kE - 32)) - 1u};
-    int ncls[3] = {0, 0, 0};  // its NaN, +inf and -inf
     if (nonfinite) {
       float fmn = __int_as_float(0x7f800000), fmx = -fmn;
 #pragma unroll
@@ -838,30 +861,20 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       }
       lane_lift(u, fmn, fmx);  // (+-inf and NaN stay as they are)
       const float fs = 251.f / (fmx - fmn) * (1.f - 0x1p-16f);
-      // (At most one finite value: all of them in bucket 2.)
       const bool spread = fmn < fmx;
       const bool fits =
           !spread || (isfinite(fmx - fmn) && fs <= FLT_MAX && (fmx - fmn) * fs >= 1.f);
-      mscale = spread && fits ? fs : 0.f;
-      mtop = spread && fits ? fmx : 0.f;
+      // (At most one finite value: that value at scale 1, so that it maps to bucket 2 and the
+      // infinities keep their signs through the map, which a scale of 0 would make NaN.)
+      mscale = spread && fits ? fs : 1.f;
+      mtop = isfinite(fmx) ? fmx : 0.f;
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
-      uint32_t nanm[2] = {0u, 0u}, pinfm[2] = {0u, 0u};
 #pragma unroll
       for (int j = 0; j < kE; ++j) {
-        const float v = u[j];
-        const bool fin = fabsf(v) < __int_as_float(0x7f800000);
-        finm[j / 32] &= fin ? ~0u : ~(1u << (j % 32));
-        nanm[j / 32] |= v != v ? 1u << (j % 32) : 0u;
-        pinfm[j / 32] |= v > FLT_MAX ? 1u << (j % 32) : 0u;
-        u[j] = lane_map<true>(mtop, mscale, mnanb, v);
+        u[j] = lane_map<true>(mtop, mscale, mnanb, u[j]);
         bmn = fminf(bmn, u[j]);
         bmx = fmaxf(bmx, u[j]);
       }
-      // The lane's NaN, +inf and -inf: counted at once below (one atomic each, not one an element
-      // on a single counter).
-      ncls[0] = __popc(nanm[0]) + __popc(nanm[1]);
-      ncls[1] = __popc(pinfm[0]) + __popc(pinfm[1]);
-      ncls[2] = kE - __popc(finm[0]) - __popc(finm[1]) - ncls[0] - ncls[1];
 #pragma unroll
       for (int o = 1; o < G; o *= 2) {
         bmn = fminf(bmn, __shfl_xor_sync(kFullMask, bmn, o));
@@ -890,15 +903,24 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
             make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
       if (nonfinite) {
+        // The finite elements (buckets 2..253) one atomic each; NaN, +inf and -inf (buckets 0 /
+        // 255, 1, 254: equal keys, one counter each) into the lane's spare word, a byte each
+        // (bucket & 3), then added at once: one atomic an element on a single counter would
+        // serialise the lanes of rows of NaN or -inf.
+        uint32_t* const spare_w = aux + kLaneListAt + lane;  // (lane_spare's word)
+        *spare_w = 0u;
 #pragma unroll
-        for (int j = 0; j < kE; ++j)
-          lane_count_if<W>(hbase, __float_as_uint(u[j]), ok && lane_has(finm[0], finm[1], j),
-                           lane_spare<G>(hbase, g, l));
-        const float cb[3] = {kLargest ? 8388608.f : 8388863.f, 8388609.f, 8388862.f};
+        for (int j = 0; j < kE; ++j) {
+          const uint32_t bits = __float_as_uint(u[j]);
+          lane_count_class<W>(hbase, bits, ok && bits - 0x4B000002u < 252u,
+                              lane_spare<G>(hbase, g, l));
+        }
+        const uint32_t cls = *spare_w;  // (this lane's own atomics: in order)
+        const uint32_t cb[3] = {kLargest ? 0x4B000000u : 0x4B0000FFu, 0x4B000001u, 0x4B0000FEu};
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-          const uint32_t bits = __float_as_uint(cb[c]);
-          if (ok && ncls[c] > 0) lane_count<W>(hbase, bits, uint32_t(ncls[c]));
+          const uint32_t n = (cls >> (8 * (cb[c] & 3u))) & 0xFFu;
+          if (ok && n > 0) lane_count<W>(hbase, cb[c], n);
         }
       } else {
 #pragma unroll
@@ -1030,13 +1052,12 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       // Flush: the warp's rows' k outputs are contiguous, written coalesced.
       scalar_t* const ov = out_values + r0 * k;
       int64_t* const oi = out_indices + r0 * k;
-      // Output c of row gg, at e; nf: the warp may hold NaN (re-read from the input: its payload
-      // as given), else no test.
+      // Output c of row gg, at e; nf: the warp may hold NaN (fp16 only: re-read from the input).
       const auto put = [&](auto nf, int gg, int c, int e) {
         const int idx = kSorted ? int(ranked(gg)[c]) : int(so[kLaneOutStride * gg + c]);
         const float v = sf[lane_stage_at<G>(gg, idx)];
         ov[e] = decltype(nf)::value && v != v ? in[(r0 + gg) * cols + idx]
-                                              : E::from_compute(directed<kLargest>(v));
+                                              : lane_unstage<scalar_t, kLargest>(v);
         oi[e] = idx;
       };
       const auto rows_flush = [&](auto nf) {
@@ -1044,16 +1065,17 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
           if (okmask >> (G * gg) & 1u)
             for (int c = lane; c < k; c += 32) put(nf, gg, c, gg * k + c);
       };
+      constexpr bool kReread = std::is_same_v<scalar_t, __half>;
       if (!kSorted && k % 32 == 0) {
         // Whole warp-iterations a row: the row and its ok bit warp-uniform.  (Rank order: k <= 16.)
-        if (nonfinite)
-          rows_flush(std::true_type{});
+        if (kReread && nonfinite)
+          rows_flush(std::bool_constant<kReread>{});
         else
           rows_flush(std::false_type{});
       } else {
         for (int e = lane; e < nrows * k; e += 32) {
           const int gg = int((uint32_t(e) * inv_k) >> 20);
-          if (okmask >> (G * gg) & 1u) put(std::true_type{}, gg, e - gg * k, e);
+          if (okmask >> (G * gg) & 1u) put(std::bool_constant<kReread>{}, gg, e - gg * k, e);
         }
       }
     }
