@@ -982,16 +982,39 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       if (__any_sync(kFullMask, part)) {
         const uint32_t mem0 = part ? w[0] & ~a[0] : 0u, mem1 = part ? w[1] & ~a[1] : 0u;
         const int mc = __popc(mem0) + __popc(mem1);
-        int pos = lane_group_inclusive<G>(mc, l) - mc;
+        const int before = lane_group_inclusive<G>(mc, l) - mc;
+        int pos = before;
         uint32_t* const tw = aux + C::kHistWords * g;
         *reinterpret_cast<uint2*>(tw + 2 * l) = make_uint2(0u, 0u);
-        lane_each_set(mem0, mem1, [&](int j) { lk[pos++] = lane_member_key(vrow[j], kE * l + j); });
-        lane_list_pad<G>(lk, part ? nn : 0, l);
+        // The members listed, their range on the way.
+        float lo = __int_as_float(0x7f800000), hi = -lo;
+        lane_each_set(mem0, mem1, [&](int j) {
+          const float v = vrow[j];
+          lo = fminf(lo, v);
+          hi = fmaxf(hi, v);
+          lk[pos++] = lane_member_key(v, kE * l + j);
+        });
+#pragma unroll
+        for (int o = 1; o < G; o *= 2) {
+          lo = fminf(lo, __shfl_xor_sync(kFullMask, lo, o));
+          hi = fmaxf(hi, __shfl_xor_sync(kFullMask, hi, o));
+        }
+        // Members of one key (b* of NaN, +inf or -inf: tied; finite ties: lo == hi) are taken by
+        // index, the first `need`, unranked: pairwise ranking costs the square of the members
+        // (NaN mixed in at k = 16: b* the NaN, ~26 members a row of 256; notes v43).
+        const bool same = tied || lo == hi;
+        if (part && same) {
+          const int q = min(max(need - before, 0), mc);
+          const int c0 = __popc(mem0);
+          a[0] |= lane_first_bits(mem0, min(q, c0));
+          a[1] |= lane_first_bits(mem1, max(q - c0, 0));
+        }
+        const int nl = part && !same ? nn : 0;
+        lane_list_pad<G>(lk, nl, l);
         __syncwarp();
         // The `need` first members (rank < need) marked in their owner lanes' take bits (two
         // words a lane: element j of lane l at bit j % 32 of word 2 l + j / 32).  Items a lane: the
         // warp's most (at most 32 members a row).
-        const int nl = part ? nn : 0;
         lane_rank_spread<G>(lk, nl, __reduce_max_sync(kFullMask, (nl + G - 1) / G), l,
                             [&](int rank, uint32_t c) {
                               if constexpr (kE == 64) {
