@@ -778,7 +778,6 @@ template <typename scalar_t, int G, bool kLargest, bool kSorted>
 __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
-  using E = Elem<scalar_t>;
   using C = LaneCfg<G>;
   constexpr int W = C::kW;
   using FB = LaneFallback<C::kVpt, kSorted>;
