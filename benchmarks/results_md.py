@@ -55,9 +55,11 @@ def section(path):
                        "within +25%")
     slow = adversarial_ratios(rows)
     if slow:
-        for M in sorted({r["M"] for r, _ in slow}):
-            ratios = sorted(((x, r["dist"]) for r, x in slow if r["M"] == M), reverse=True)
-            out.append(f"- exact time over randn rows', M = {M}: " + ", ".join(f"{dist} {x:.2f}x" for x, dist in ratios))
+        several_n = len({r["N"] for r, _ in slow}) > 1
+        for N, M in sorted({(r["N"], r["M"]) for r, _ in slow}, key=lambda nm: (nm[1], nm[0])):
+            ratios = sorted(((x, r["dist"]) for r, x in slow if (r["N"], r["M"]) == (N, M)), reverse=True)
+            shape = f"N = {N}, M = {M}" if several_n else f"M = {M}"
+            out.append(f"- exact time over randn rows', {shape}: " + ", ".join(f"{dist} {x:.2f}x" for x, dist in ratios))
     out += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     out += ["| " + " | ".join(_cell(r, c) for c in COLUMNS) + " |" for r in rows]
     return "\n".join(out) + "\n"

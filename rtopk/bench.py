@@ -36,10 +36,11 @@ GRIDS = {
     "moe": _grid([2**14, 2**16, 2**18], [8, 16, 64, 128, 256], [1, 2, 4, 8]),
     "wide": _grid([2**16], [1024, 2048, 4096, 8192], [8, 128, 512]),
     "long": _grid([2**13], [16384, 32768, 65536], [8, 128, 512]),
-    # Row distributions that stress the search, each next to randn rows of the same shape.
+    # Row distributions that stress the search, each next to randn rows of the same shape; rows of 256 also at
+    # 2^20 rows, where randn rows are cheapest per row (the four-lane kernel's walk) and the ratios largest.
     "adversarial": [
-        (2**16, M, 64, d)
-        for M in (256, 512, 768)
+        (N, M, 64, d)
+        for N, M in ((2**16, 256), (2**16, 512), (2**16, 768), (2**20, 256))
         for d in ("randn",) + ADVERSARIAL
     ],
 }
