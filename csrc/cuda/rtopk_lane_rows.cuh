@@ -556,6 +556,16 @@ __device__ __forceinline__ uint32_t lane_first_bits(uint32_t m, int q) {
   return m & ((2u << p) - 1u);
 }
 
+// Members (m0, m1) of one key taken by index: the lane's share of the row's first `need` (before:
+// the members of the row's earlier lanes, mc: the lane's), added to the take bits (a0, a1).
+__device__ __forceinline__ void lane_take_first(uint32_t m0, uint32_t m1, int need, int before,
+                                                int mc, uint32_t& a0, uint32_t& a1) {
+  const int q = min(max(need - before, 0), mc);
+  const int c0 = __popc(m0);
+  a0 |= lane_first_bits(m0, min(q, c0));
+  a1 |= lane_first_bits(m1, max(q - c0, 0));
+}
+
 // The word (a byte offset from the row's counters) and the shift of bucket `bits & 0xFF` (u's
 // bits) among counters of W bytes.
 template <int W>
@@ -658,11 +668,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     const int mc = __popc(m0) + __popc(m1);
     const int before = lane_group_inclusive<G>(mc, l) - mc;
     if (act && (lo == hi || tied)) {
-      // All equal: the lane's share of the first `need`, lowest bits first.
-      const int q = min(max(need - before, 0), mc);
-      const int c0 = __popc(m0);
-      a0 |= lane_first_bits(m0, min(q, c0));
-      a1 |= lane_first_bits(m1, max(q - c0, 0));
+      lane_take_first(m0, m1, need, before, mc, a0, a1);  // (all equal)
       nn = need = 0;
       act = false;
       resolved = true;
@@ -1002,12 +1008,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // index, the first `need`, unranked: pairwise ranking costs the square of the members
         // (NaN mixed in at k = 16: b* the NaN, ~26 members a row of 256; notes v43).
         const bool same = tied || lo == hi;
-        if (part && same) {
-          const int q = min(max(need - before, 0), mc);
-          const int c0 = __popc(mem0);
-          a[0] |= lane_first_bits(mem0, min(q, c0));
-          a[1] |= lane_first_bits(mem1, max(q - c0, 0));
-        }
+        if (part && same) lane_take_first(mem0, mem1, need, before, mc, a[0], a[1]);
         const int nl = part && !same ? nn : 0;
         lane_list_pad<G>(lk, nl, l);
         __syncwarp();
