@@ -10,6 +10,7 @@ its extra time over the unsorted exact call.
 """
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -147,6 +148,24 @@ def exact_matches_torch(x, k):
     theirs = torch.topk(x, k, dim=-1, sorted=True).values.double()
     theirs = torch.where(torch.isnan(theirs), float("inf"), theirs).sort(dim=-1, descending=True).values
     return torch.equal(ours, theirs)
+
+
+def stressed_row_times(N, M, k, dtype, timer, seed=20261121, timing=contextlib.nullcontext):
+    """Exact-mode time of randn rows and of each ADVERSARIAL kind, fresh N x M rows from one seeded generator (CUDA):
+    ({kind: ms}, [kinds whose result differed from torch.topk, not timed]).  Each time is the median of three timer
+    calls (each a median itself), so that a stray outlier stays out; `timing` wraps the timing only, not the check
+    (tests/test_slow_rows.py: outputs poisoned in the check, not in the timed calls; scripts/slow_rows.py)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    times, wrong = {}, []
+    for dist in ("randn",) + ADVERSARIAL:
+        x = make_input(dist, N, M, dtype, "cuda", gen)
+        if exact_matches_torch(x, k):
+            with timing():
+                times[dist] = sorted(timer(lambda: rtopk.rtopk(x, k)) for _ in range(3))[1]
+        else:
+            wrong.append(dist)
+        del x
+    return times, wrong
 
 
 def sorted_matches_torch(x, k):

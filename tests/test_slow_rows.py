@@ -9,7 +9,6 @@ import contextlib
 import pytest
 import torch
 
-import rtopk
 from rtopk import bench
 from conftest import HAS_CUDA
 
@@ -42,15 +41,8 @@ def unpoisoned():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("N,M,k", SHAPES)
 def test_slowest_rows_within_bound_of_randn(timer, N, M, k, dtype):
-    gen = torch.Generator(device="cuda").manual_seed(20261121)
-    times = {}
-    for dist in ("randn",) + bench.ADVERSARIAL:
-        x = bench.make_input(dist, N, M, dtype, "cuda", gen)
-        assert bench.exact_matches_torch(x, k), f"wrong result on {dist} rows ({N}x{M}, k={k}, {dtype})"
-        # The median of three timings (each itself a median of many runs) keeps a stray outlier out.
-        with unpoisoned():
-            times[dist] = sorted(timer(lambda: rtopk.rtopk(x, k)) for _ in range(3))[1]
-        del x
+    times, wrong = bench.stressed_row_times(N, M, k, dtype, timer, timing=unpoisoned)
+    assert not wrong, f"wrong result on {', '.join(wrong)} rows ({N}x{M}, k={k}, {dtype})"
     ratios = {d: t / times["randn"] for d, t in times.items() if d != "randn"}
     report = ", ".join(f"{d} {r:.2f}x" for d, r in sorted(ratios.items(), key=lambda kv: -kv[1]))
     print(f"\n{N}x{M} k={k} {dtype}: randn {times['randn']:.4f} ms; {report}")
