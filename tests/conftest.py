@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -69,6 +71,19 @@ def make_rows(kind, shape, dtype, device, gen):
     elif kind == "outliers":  # a few huge values of either sign: the rest crowd together
         x = torch.randn(n, generator=gen, dtype=torch.float64)
         x = torch.where(u < 0.02, x * min(1e20, fi.max / 8), x)
+    # Heavy tails around 0 (the lane kernel maps their warps by the values' keys, not linearly):
+    elif kind == "cube":
+        x = torch.randn(n, generator=gen, dtype=torch.float64) ** 3
+    elif kind == "lognormal":  # positive only: keys from the smallest to the largest magnitude
+        x = torch.exp(min(3.0, math.log(fi.max) / 12) * torch.randn(n, generator=gen, dtype=torch.float64))
+    elif kind == "cauchy":
+        x = torch.tan(math.pi * (u - 0.5)).clamp(-fi.max / 4, fi.max / 4)
+    elif kind == "heavy_ties":  # randn^5 rounded to quarters: ties at the k-th value
+        x = torch.round(torch.randn(n, generator=gen, dtype=torch.float64) ** 5 * 4) / 4
+    elif kind == "heavy_tiny":  # randn^5 in the subnormal range (and flushed to 0 below it)
+        x = torch.randn(n, generator=gen, dtype=torch.float64) ** 5 * fi.smallest_normal / 64
+    elif kind == "heavy_huge":  # randn^5 whose range passes float's largest value
+        x = (torch.randn(n, generator=gen, dtype=torch.float64) ** 5 * (fi.max / 300)).clamp(-fi.max, fi.max)
     else:
         raise ValueError(kind)
     return x.to(dtype).reshape(shape).to(device)
@@ -77,6 +92,7 @@ def make_rows(kind, shape, dtype, device, gen):
 KINDS = ["randn", "uniform", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal"]
 MIXED_KINDS = KINDS + ["few_ulps", "heavy_tail", "outliers", "ascending", "mostly_nan"]
+TAIL_KINDS = ["heavy_tail", "outliers", "cube", "lognormal", "cauchy", "heavy_ties", "heavy_tiny", "heavy_huge"]
 
 
 def bits(t):

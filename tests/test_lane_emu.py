@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import rtopk
-from conftest import MIXED_KINDS, bits, make_rows
+from conftest import MIXED_KINDS, TAIL_KINDS, bits, make_rows
 from test_lane_rows import CROWDED_KINDS, crowded_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -57,6 +57,28 @@ def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid):
 
 def emu_run(exe, tmp, x, k, lanes, largest, sort, grid):
     """The kernel's outputs and the number of rows it left to its fallback (the warp kernel's row body)."""
+    ov, oi, notes = emu_notes(exe, tmp, x, k, lanes, largest, sort, grid)
+    return ov, oi, notes["fallback_rows"]
+
+
+def emu_checked(exe, tmp, x, ks, lanes, label):
+    """The kernel (grid 2) at each k of ks, both directions, rank order where the kernel gives it, against the
+    reference bit for bit; yields each run's context and counters (emu_notes)."""
+    M = x.shape[1]
+    for k in ks:
+        for largest in (True, False):
+            for sort in (False, True) if 1 < k <= SORTED_CAP[lanes] else (False,):
+                ctx = f"{label} G={lanes} M={M} k={k} largest={largest} sorted={sort}"
+                ov, oi, notes = emu_notes(exe, tmp, x, k, lanes, largest, sort, grid=2)
+                rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
+                assert torch.equal(oi, ri), f"indices differ from reference: {ctx}"
+                assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
+                yield ctx, notes
+
+
+def emu_notes(exe, tmp, x, k, lanes, largest, sort, grid):
+    """The kernel's outputs and its counters: fallback_rows (rows left to the warp kernel's row body) and
+    tail_warps (warps mapped by their values' keys)."""
     rows, cols = x.shape
     paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
     x.contiguous().view(INTS[x.dtype]).numpy().tofile(paths[0])
@@ -65,9 +87,12 @@ def emu_run(exe, tmp, x, k, lanes, largest, sort, grid):
     assert run.returncode == 0, f"emulator failed: {run.stderr}"
     ov = torch.from_file(paths[1], size=rows * k, dtype=INTS[x.dtype]).view(x.dtype).reshape(rows, k)
     oi = torch.from_file(paths[2], size=rows * k, dtype=torch.int64).reshape(rows, k)
-    fallbacks = [int(line.split()[1]) for line in run.stdout.splitlines() if line.startswith("fallback_rows")]
-    assert len(fallbacks) == 1, f"no fallback count from the emulator: {run.stdout!r}"
-    return ov, oi, fallbacks[0]
+    notes = {}
+    for line in run.stdout.splitlines():
+        name, _, value = line.partition(" ")
+        notes[name] = int(value)
+    assert {"fallback_rows", "tail_warps"} <= notes.keys(), f"no counts from the emulator: {run.stdout!r}"
+    return ov, oi, notes
 
 
 def lane_inputs(M, dtype, gen):
@@ -114,15 +139,8 @@ def test_lane_kernel_emulated_fast_path(emulator, tmp_path, dtype, lanes, M):
     x = torch.cat([make_rows(kind, (3, M), dtype, "cpu", gen) for kind in MIXED_KINDS] +
                   [crowded_rows(kind, (3, M), dtype, gen, "cpu") for kind in ("nested", "nested_tiny")])
     x = x[torch.randperm(x.shape[0], generator=gen)].contiguous()
-    for k in (1, 16, 32, 64):
-        for largest in (True, False):
-            for sort in (False, True) if 1 < k <= SORTED_CAP[lanes] else (False,):
-                ctx = f"G={lanes} M={M} k={k} largest={largest} sorted={sort} dtype={dtype}"
-                ov, oi, fallbacks = emu_run(emulator, tmp_path, x, k, lanes, largest, sort, grid=2)
-                rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
-                assert torch.equal(oi, ri), f"indices differ from reference: {ctx}"
-                assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
-                assert fallbacks == 0, f"{fallbacks} rows left to the fallback: {ctx}"
+    for ctx, notes in emu_checked(emulator, tmp_path, x, (1, 16, 32, 64), lanes, f"dtype={dtype}"):
+        assert notes["fallback_rows"] == 0, f"{notes['fallback_rows']} rows left to the fallback: {ctx}"
 
 
 FEW = [(4, 256), (4, 201), (8, 512), (8, 466), (16, 768), (16, 730)]
@@ -176,3 +194,23 @@ def test_lane_kernel_emulated_fuzz(emulator, tmp_path):
         rv, ri = rtopk.topk_ref(x, k, -1, largest, sort)
         assert torch.equal(oi, ri), f"indices differ from reference: {ctx}"
         assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
+
+
+# Heavy tails: warps with such a row are mapped by their values' keys (lane_tail_map); rows of every such kind,
+# alone and beside randn rows in the same warps, finish in the kernel and match the reference.
+TAILS = [(4, 256), (4, 203), (8, 512), (8, 488), (16, 768), (16, 744)]
+
+
+@pytest.mark.parametrize("lanes,M", TAILS, ids=[f"G{g}_M{m}" for g, m in TAILS])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_lane_kernel_emulated_tails(emulator, tmp_path, dtype, lanes, M):
+    gen = torch.Generator().manual_seed(M * 5 + lanes + list(DTYPES).index(dtype))
+    rows_a_warp = 32 // lanes
+    tails = torch.cat([make_rows(kind, (rows_a_warp, M), dtype, "cpu", gen) for kind in TAIL_KINDS])
+    randn = make_rows("randn", (rows_a_warp * len(TAIL_KINDS), M), dtype, "cpu", gen)
+    mixed = torch.stack([tails, randn], 1).reshape(-1, M)  # each warp: heavy and randn rows
+    for name, x, tail_warps in (("tails", tails, len(TAIL_KINDS)), ("randn", randn, 0),
+                                ("mixed", mixed, 2 * len(TAIL_KINDS))):
+        for ctx, notes in emu_checked(emulator, tmp_path, x, (1, 16, 64, 128), lanes, f"{name} dtype={dtype}"):
+            assert notes["tail_warps"] == tail_warps, f"{notes}: {ctx}"
+            assert name != "tails" or notes["fallback_rows"] == 0, f"{notes}: {ctx}"

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import rtopk
-from conftest import HAS_CUDA, bits, check_matches_ref, make_rows
+from conftest import HAS_CUDA, TAIL_KINDS, bits, check_matches_ref, make_rows
 from test_mid_rows import misaligned
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
@@ -124,6 +124,24 @@ def test_lane_rows_large_k_many_rows(dtype):
         for k in (65, 96, 127, 128):
             ctx = f"M={M} k={k} dtype={dtype}"
             check_all(x, k, ctx)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_heavy_tails(dtype):
+    """Rows with heavy tails around 0 (their warps mapped by the values' keys), alone, and one in every other row
+    of randn (their warps mapped so too), k up to 128 (2^17 + 3 rows)."""
+    gen = torch.Generator().manual_seed(41 + DTYPES.index(dtype))
+    for M in (256, 203, 512):
+        for kind in TAIL_KINDS:
+            x = dispatched(lane_rows(kind, (1003, M), dtype, gen))
+            for k in (1, 5, 16, 33, 64):
+                check_all(x, k, f"M={M} kind={kind} k={k} dtype={dtype}")
+    parts = [lane_rows(kind, (MANY // len(TAIL_KINDS) + 1, 256), dtype, gen) for kind in TAIL_KINDS]
+    tails = torch.cat(parts)[:MANY]
+    x = torch.where(torch.arange(MANY, device="cuda")[:, None] % 2 == 0, tails,
+                    lane_rows("randn", (MANY, 256), dtype, gen))
+    for k in (16, 64, 96, 128):
+        check_all(x, k, f"mixed M=256 k={k} dtype={dtype}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

@@ -375,12 +375,14 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
 // NaN: one key for all, whatever the sign and payload, above every value (kNanTop: the k largest,
 // where NaN ranks first) or below (the k smallest, where it ranks last).  Among b*'s members the
 // NaN place does not matter: a bucket of NaN holds nothing else.
+// The order-preserving key of a value that is not NaN (+0 for -0: equal values, one key).
+__device__ __forceinline__ uint32_t lane_okey(float v) {
+  const uint32_t b = __float_as_uint(v + 0.f);
+  return b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u);
+}
 template <bool kNanTop = true>
 __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
-  const uint32_t b = __float_as_uint(v + 0.f);
-  return make_uint2(0xFFFFu - uint32_t(idx), v != v
-                                                 ? (kNanTop ? 0xFFFFFFFFu : 0u)
-                                                 : b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u));
+  return make_uint2(0xFFFFu - uint32_t(idx), v != v ? (kNanTop ? 0xFFFFFFFFu : 0u) : lane_okey(v));
 }
 
 // The bucket map of a row's directed value v as the integer-valued float 2^23 + bucket (the
@@ -402,6 +404,31 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
         min_nan(max_nan(fmaf(fmaf(-v, lift, top), scale, 8388610.f), 8388609.f), 8388862.f);
     return nanb < 8388609.f ? fmaxf(c, nanb) : fminf(c, nanb);  // (nanb: a constant)
   }
+}
+
+// The first map of heavy-tailed rows (lane_heavy): buckets even in the logarithm of the magnitude,
+// where linear buckets put most of such a row in one (randn^5 at k = 64: b* ~150 of 256 elements,
+// a crowded level; here ~5).  lane_tail_key is a signed key, order-preserving and equal for equal
+// values: the magnitude's bits above those of eps (the row's largest magnitude times 2^-32, so
+// that the key span holds ~64 binades, not all of float's), 0 below eps, the sign v's (-0 and +0:
+// 0).  lane_tail_map is 2^23 + bucket for the key's distance below the row's top key kt, the
+// bucket its high word times mq (254 * 2^32 / the key span, at most 2^32 - 1): 0..254.
+__device__ __forceinline__ uint32_t lane_tail_key(float v, float eps, uint32_t eb) {
+  const uint32_t m = uint32_t(__float_as_int(v) >> 31);
+  return ((__float_as_uint(fmaxf(fabsf(v), eps)) - eb) ^ m) - m;
+}
+__device__ __forceinline__ float lane_tail_map(float v, float eps, uint32_t eb, uint32_t kt,
+                                               int sh) {
+  return __uint_as_float(((kt - lane_tail_key(v, eps, eb)) >> sh) | 0x4B000000u);
+}
+
+// Whether a finite row's warp takes lane_tail_map: a sample's mean magnitude (sa: the sum of ns
+// elements' magnitudes, times 2^-8) under a tenth of the row's largest magnitude (amax), as in rows
+// of heavy tails around 0 (randn^3, randn^5, lognormal, Cauchy: 0.0-0.14 with every eighth element
+// of 256; randn rows 0.12-0.46, uniform ones 0.3-0.7).  Rows whose tail is not around 0 keep the
+// linear map (and the crowded levels).
+__device__ __forceinline__ bool lane_heavy(float sa, int ns, float amax) {
+  return sa < 0.1f * 0x1p-8f * float(ns) * amax;  // (sa: magnitudes times 2^-8)
 }
 
 // A row whose values span less than 2^-64 (denormals; a few ulps of tiny values) would need a
@@ -824,11 +851,14 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     float u[kE];
     lane_each<kE>(vrow, [&](int j, float v) { u[j] = v; });
     // Min / max (NaN-propagating: a row with NaN or +-inf takes the map below).
-    float mn = u[0], mx = mn;
+    // (sa: every eighth element's magnitude times 2^-8, lane_heavy's sample: no sum of values
+    // near FLT_MAX overflows.)
+    float mn = u[0], mx = mn, sa = fabsf(u[0]) * 0x1p-8f;
 #pragma unroll
     for (int j = 1; j < kE; ++j) {
       mn = min_nan(mn, u[j]);
       mx = max_nan(mx, u[j]);
+      if (j % 8 == 0) sa = fmaf(fabsf(u[j]), 0x1p-8f, sa);
     }
 #pragma unroll
     for (int o = 1; o < G; o *= 2) {
@@ -839,13 +869,21 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
     // equal keys only.  (Warp-uniform: the finite rows' map is the one below.)
     const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
-    if (!nonfinite) lane_lift(u, mn, mx);
+#pragma unroll
+    for (int o = 1; o < G; o *= 2) sa += __shfl_xor_sync(kFullMask, sa, o);
+    // (Before the lift, as the sample.)
+    const bool tail = lane_heavy(sa, G * kE / 8, fmaxf(fabsf(mn), fabsf(mx)));
+    // A warp with a heavy-tailed row maps all its rows by their keys (lane_tail_map: rows of one
+    // kind share warps; a light row there may take a crowded level, which the heavy row would have
+    // run anyway), from their own values (the map needs no lift).
+    const bool tailw = !nonfinite && __any_sync(kFullMask, tail && mn < mx);
+    if (!nonfinite && !tailw) lane_lift(u, mn, mx);
     // u becomes each element's bucket as the integer-valued float 2^23 + bucket, 0 for the
     // largest.  (hi - v) * scale < 255 for every element by the scale's margin (an IEEE division:
     // the bound holds however small the range), so no bucket passes 255.
     float scale = 255.f / (mx - mn) * (1.f - 0x1p-16f);
-    bool ok = isfinite(mn) && isfinite(mx) && mn < mx && scale > 0.f && scale <= FLT_MAX &&
-              (mx - mn) * scale >= 1.f;
+    bool ok = isfinite(mn) && isfinite(mx) && mn < mx &&
+              (tailw || (scale > 0.f && scale <= FLT_MAX && (mx - mn) * scale >= 1.f));
     // A row of one value (every key equal): its first k elements.
     bool equal = isfinite(mn) && mn == mx;
     // The row's map (lane_map): set below.
@@ -891,8 +929,19 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     } else {
       mscale = ok ? scale : 0.f;
       mtop = ok ? mx : 0.f;
+      if (tailw) {
+#if defined(RTOPK_WARP_EMU)
+        if (lane == 0) rtopk_emu_note_tail();
+#endif
+        // (From the staging: u is not read, so its registers are free for the map.)
+        const float eps = fmaxf(fabsf(mn), fabsf(mx)) * 0x1p-32f;
+        const uint32_t eb = __float_as_uint(eps), kt = lane_tail_key(mx, eps, eb);
+        const int sh = max(24 - __clz(kt - lane_tail_key(mn, eps, eb)), 0);
+        lane_each<kE>(vrow, [&](int j, float v) { u[j] = lane_tail_map(v, eps, eb, kt, sh); });
+      } else {
 #pragma unroll
-      for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+        for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+      }
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
     const float upad = __shfl_sync(kFullMask, u[0], G * g);

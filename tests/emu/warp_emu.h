@@ -262,6 +262,9 @@ inline uint32_t rtopk_emu_shared_add(uint32_t addr, uint32_t v) {
 // from the slow one, which give the same answer.
 inline long g_emu_fallback_rows = 0;
 inline void rtopk_emu_note_fallback() { ++g_emu_fallback_rows; }
+// Warps the lane kernel maps by their values' keys (rows with heavy tails, lane_tail_map).
+inline long g_emu_tail_warps = 0;
+inline void rtopk_emu_note_tail() { ++g_emu_tail_warps; }
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
   const unsigned old = *p;
   *p = old + v;
