@@ -370,16 +370,17 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
   __syncwarp();
 }
 
-// An element as a 64-bit key {low: 0xFFFF - index, high: the directed value's order-preserving
-// bits}: a larger key ranks first (larger value, then lower index); +0 for -0 (equal values).
-// NaN: one key for all, whatever the sign and payload, above every value (kNanTop: the k largest,
-// where NaN ranks first) or below (the k smallest, where it ranks last).  Among b*'s members the
-// NaN place does not matter: a bucket of NaN holds nothing else.
 // The order-preserving key of a value that is not NaN (+0 for -0: equal values, one key).
 __device__ __forceinline__ uint32_t lane_okey(float v) {
   const uint32_t b = __float_as_uint(v + 0.f);
   return b ^ (uint32_t(int32_t(b) >> 31) | 0x80000000u);
 }
+
+// An element as a 64-bit key {low: 0xFFFF - index, high: the directed value's order-preserving
+// bits}: a larger key ranks first (larger value, then lower index); +0 for -0 (equal values).
+// NaN: one key for all, whatever the sign and payload, above every value (kNanTop: the k largest,
+// where NaN ranks first) or below (the k smallest, where it ranks last).  Among b*'s members the
+// NaN place does not matter: a bucket of NaN holds nothing else.
 template <bool kNanTop = true>
 __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
   return make_uint2(0xFFFFu - uint32_t(idx), v != v ? (kNanTop ? 0xFFFFFFFFu : 0u) : lane_okey(v));
@@ -411,8 +412,8 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
 // a crowded level; here ~5).  lane_tail_key is a signed key, order-preserving and equal for equal
 // values: the magnitude's bits above those of eps (the row's largest magnitude times 2^-32, so
 // that the key span holds ~64 binades, not all of float's), 0 below eps, the sign v's (-0 and +0:
-// 0).  lane_tail_map is 2^23 + bucket for the key's distance below the row's top key kt, the
-// bucket its high word times mq (254 * 2^32 / the key span, at most 2^32 - 1): 0..254.
+// 0).  lane_tail_map is 2^23 + bucket, the bucket the key's distance below the row's top key kt
+// shifted right by sh (the key span's bit length less 8): 0..255, 128 or more of them used.
 __device__ __forceinline__ uint32_t lane_tail_key(float v, float eps, uint32_t eb) {
   const uint32_t m = uint32_t(__float_as_int(v) >> 31);
   return ((__float_as_uint(fmaxf(fabsf(v), eps)) - eb) ^ m) - m;
