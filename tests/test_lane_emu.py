@@ -51,14 +51,8 @@ def emulator(tmp_path_factory):
 
 
 def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid):
-    ov, oi, _ = emu_run(exe, tmp, x, k, lanes, largest, sort, grid)
+    ov, oi, _ = emu_notes(exe, tmp, x, k, lanes, largest, sort, grid)
     return ov, oi
-
-
-def emu_run(exe, tmp, x, k, lanes, largest, sort, grid):
-    """The kernel's outputs and the number of rows it left to its fallback (the warp kernel's row body)."""
-    ov, oi, notes = emu_notes(exe, tmp, x, k, lanes, largest, sort, grid)
-    return ov, oi, notes["fallback_rows"]
 
 
 def emu_checked(exe, tmp, x, ks, lanes, label):
