@@ -351,7 +351,9 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
     // rows past nrows zero.
     const int n = nrows * cols;
     const float inv_cols = 1.f / float(cols);
-    for (int e = lane; e < C::kRows * cols; e += 32) {
+    // (From an opaque lane: its first row, hoisted out of the block loop, was kept in a spilled
+    // register.)
+    for (int e = lane_opaque(lane); e < C::kRows * cols; e += 32) {
       const int r = int((float(e) + 0.5f) * inv_cols);
       sf[lane_stage_at<G>(r, e - r * cols)] =
           e < n ? directed<kLargest>(E::to_compute(src[e])) : 0.f;
@@ -365,7 +367,8 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
     for (int rr = 0; rr < C::kRows; ++rr) first[rr] = sf[lane_stage_at<G>(rr, 0)];
 #pragma unroll
     for (int rr = 0; rr < C::kRows; ++rr)
-      for (int c = cols + lane; c < C::kCols; c += 32) sf[lane_stage_at<G>(rr, c)] = first[rr];
+      for (int c = cols + lane_opaque(lane); c < C::kCols; c += 32)  // (opaque: as above)
+        sf[lane_stage_at<G>(rr, c)] = first[rr];
   }
   __syncwarp();
 }
@@ -386,24 +389,35 @@ __device__ __forceinline__ uint2 lane_member_key(float v, int idx) {
   return make_uint2(0xFFFFu - uint32_t(idx), v != v ? (kNanTop ? 0xFFFFFFFFu : 0u) : lane_okey(v));
 }
 
+// The rotation of row g's counters: bucket b is counted in counter (b + lane_rot(g)) mod 256 of
+// the row.  Rows' counters lie 256 or 512 bytes apart, so unrotated every row's bucket 0 is in bank
+// 0 and its bucket 255 in bank 31, and in rows of few distinct values (two values: buckets 0 and
+// 255 only) a RED's lanes of all rows queue on those two banks (H100, 2^18 rows of 256, bf16, k =
+// 16: the counting took 4.6x the stall samples of randn rows', notes v45).  Rotated by 16 buckets a
+// row, the rows' counters of a bucket lie in distinct banks.  The rotation is u's: lane_map's base
+// is 2^23 + lane_rot(g), so u's low byte is the counter's and u compares with 2^23 + rot + b*.
+__device__ __forceinline__ uint32_t lane_rot(int g) { return 16u * uint32_t(g); }
+__device__ __forceinline__ uint32_t lane_ubits(int g) { return 0x4B000000u + lane_rot(g); }
+
 // The bucket map of a row's directed value v as the integer-valued float 2^23 + bucket (the
 // bucket is its low byte).  Finite warps: (top - v) * scale, 0 for the row's largest value.
-// Warps with NaN or +-inf (kNonFinite): NaN nanb (bucket 0 or 255), +inf 1, the finite values
-// 2..253 from top, -inf 254, by clamps (scale > 0): the infinities come out of the map as -inf and
-// +inf and clamp to 1 and 254; NaN passes the NaN-propagating clamps and goes to nanb by the last
-// one (5 instructions an element; tests and selects on v took 8, notes v43).  One definition for
-// the first level and the crowded levels.
-// lift (a power of two, lane_lift_of): top and scale are in units of v * lift; top - v * lift
-// rounds once, as top - v does with lift 1.
-template <bool kNonFinite>
-__device__ __forceinline__ float lane_map(float top, float scale, float nanb, float v,
+// Warps with NaN or +-inf (kNonFinite): NaN 0 (kNanFirst: the k largest) or 255, +inf 1, the finite
+// values 2..253 from top, -inf 254, by clamps (scale > 0): the infinities come out of the map as
+// -inf and +inf and clamp to 1 and 254; NaN passes the NaN-propagating clamps and goes to 0 or 255
+// by the last one (5 instructions an element; tests and selects on v took 8, notes v43).  One
+// definition for the first level and the crowded levels.  lift (a power of two, lane_lift_of): top
+// and scale are in units of v * lift; top - v * lift rounds once, as top - v does with lift 1.
+// base: 2^23 plus the row's rotation (lane_rot: u's bits are the counter's byte address, rotated,
+// and u itself is still ordered).
+template <bool kNonFinite, bool kNanFirst = true>
+__device__ __forceinline__ float lane_map(float top, float scale, float base, float v,
                                           float lift = 1.f) {
   if constexpr (!kNonFinite) {
-    return fmaf(fmaf(-v, lift, top), scale, 8388608.f);
+    return fmaf(fmaf(-v, lift, top), scale, base);
   } else {
     const float c =
-        min_nan(max_nan(fmaf(fmaf(-v, lift, top), scale, 8388610.f), 8388609.f), 8388862.f);
-    return nanb < 8388609.f ? fmaxf(c, nanb) : fminf(c, nanb);  // (nanb: a constant)
+        min_nan(max_nan(fmaf(fmaf(-v, lift, top), scale, base + 2.f), base + 1.f), base + 254.f);
+    return kNanFirst ? fmaxf(c, base) : fminf(c, base + 255.f);
   }
 }
 
@@ -413,14 +427,15 @@ __device__ __forceinline__ float lane_map(float top, float scale, float nanb, fl
 // values: the magnitude's bits above those of eps (the row's largest magnitude times 2^-32, so
 // that the key span holds ~64 binades, not all of float's), 0 below eps, the sign v's (-0 and +0:
 // 0).  lane_tail_map is 2^23 + bucket, the bucket the key's distance below the row's top key kt
-// shifted right by sh (the key span's bit length less 8): 0..255, 128 or more of them used.
+// shifted right by sh (the key span's bit length less 8): 0..255, 128 or more of them used (ubits:
+// the bits of lane_map's base).
 __device__ __forceinline__ uint32_t lane_tail_key(float v, float eps, uint32_t eb) {
   const uint32_t m = uint32_t(__float_as_int(v) >> 31);
   return ((__float_as_uint(fmaxf(fabsf(v), eps)) - eb) ^ m) - m;
 }
-__device__ __forceinline__ float lane_tail_map(float v, float eps, uint32_t eb, uint32_t kt,
-                                               int sh) {
-  return __uint_as_float(((kt - lane_tail_key(v, eps, eb)) >> sh) | 0x4B000000u);
+__device__ __forceinline__ float lane_tail_map(float v, float eps, uint32_t eb, uint32_t kt, int sh,
+                                               uint32_t ubits) {
+  return __uint_as_float(((kt - lane_tail_key(v, eps, eb)) >> sh) + ubits);
 }
 
 // Whether a finite row's warp takes lane_tail_map: a sample's mean magnitude (sa: the sum of ns
@@ -466,8 +481,9 @@ __device__ __forceinline__ int lane_word_sum(uint32_t w, int acc) {
 }
 
 // The bucket of the kk-th element of a row (kk >= 1, the same in the row's G lanes) from its 256
-// counters (kW bytes each): the lanes' totals over their 256 / G buckets (reads rotated: distinct
-// bank quads), the group scan, the owner lane's buckets split over the group and a second scan.
+// counters (kW bytes each, rotated by lane_rot(g)): the lanes' totals over their 256 / G buckets
+// (each lane's reads in an order that puts a quarter warp's in distinct bank quads), the group
+// scan, the owner lane's buckets split over the group and a second scan.
 // Called by the whole warp (its shuffles); found is false when the counts hold fewer than kk
 // elements.
 struct LaneCut {
@@ -480,12 +496,16 @@ __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk,
   // A lane's buckets in kLaneHistWords words: 16 with four or eight lanes (64 bytes or 32 halves),
   // 8 with sixteen (16 halves).
   constexpr int kQ = C::kLaneHistWords / 4;
-  const int rot = G == 4 ? (l >> 1) + 2 * (g & 1) : G == 8 ? (l >> 1) : (l >> 2);
+  constexpr int kQuads = C::kHistWords / 4;
+  // The row's rotation in quads (16 buckets: one quad of bytes, two of halves); a quarter warp is
+  // two rows of four lanes (of one row with eight or sixteen: the rotation shifts its reads alike).
+  const int qr = int(lane_rot(g)) * C::kW / 16;
+  const int rot = G == 4 ? 2 * ((l >> 1) ^ (g & 1)) : G == 8 ? (l >> 1) : (l >> 2);
   int tot = 0;
 #pragma unroll
   for (int i = 0; i < kQ; ++i) {
-    const uint4 q =
-        *reinterpret_cast<const uint4*>(hrow + C::kLaneHistWords * l + 4 * ((i + rot) & (kQ - 1)));
+    const uint4 q = *reinterpret_cast<const uint4*>(
+        hrow + 4 * ((kQ * l + ((i + rot) & (kQ - 1)) + qr) & (kQuads - 1)));
     tot = lane_word_sum<C::kW>(q.x, tot);
     tot = lane_word_sum<C::kW>(q.y, tot);
     tot = lane_word_sum<C::kW>(q.z, tot);
@@ -498,18 +518,20 @@ __device__ __forceinline__ LaneCut lane_bucket_cut(const uint32_t* hrow, int kk,
   // The owner's 256 / G buckets, 256 / G^2 a lane (16 bytes, 4 halves or 1 half).
   constexpr int kB = 256 / (G * G);
   uint32_t c[kB];
+  const int wr = 4 * qr;  // (the rotation in words)
   if constexpr (G == 16) {
-    const uint32_t q = hrow[C::kLaneHistWords * (ol & (G - 1)) + (l >> 1)];
+    const uint32_t q = hrow[(C::kLaneHistWords * (ol & (G - 1)) + (l >> 1) + wr) & 127];
     c[0] = (q >> (16 * (l & 1))) & 0xFFFFu;
   } else if constexpr (C::kW == 1) {
-    const uint4 q = *reinterpret_cast<const uint4*>(hrow + 16 * (ol & 3) + 4 * l);
+    const uint4 q = *reinterpret_cast<const uint4*>(hrow + ((16 * (ol & 3) + 4 * l + wr) & 63));
     const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int t = 0; t < 4; ++t) c[4 * i + t] = (qw[i] >> (8 * t)) & 0xFFu;
   } else {
-    const uint2 q = *reinterpret_cast<const uint2*>(hrow + 16 * (ol & (G - 1)) + 2 * l);
+    const uint2 q =
+        *reinterpret_cast<const uint2*>(hrow + ((16 * (ol & (G - 1)) + 2 * l + wr) & 127));
     c[0] = q.x & 0xFFFFu;
     c[1] = q.x >> 16;
     c[2] = q.y & 0xFFFFu;
@@ -676,6 +698,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
                                                       uint32_t m0, uint32_t m1, int nn, int need,
                                                       bool crowded, bool tied, int g, int l) {
   const uint32_t spare = lane_spare<G>(hbase, g, l);
+  const float ub = __uint_as_float(lane_ubits(g));  // (the map's base: the row's rotation)
   bool act = crowded, resolved = false;
   uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
   if (!act) m0 = m1 = 0u;     // (rows without work: no members; their adds go to spare words)
@@ -715,18 +738,18 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
     __syncwarp();
     lane_each<LaneCfg<G>::kE>(vrow, [&](int j, float v) {
       lane_count_if<LaneCfg<G>::kW>(hbase,
-                                    __float_as_uint(lane_map<false>(top, scale, 0.f, v, lift)),
+                                    __float_as_uint(lane_map<false>(top, scale, ub, v, lift)),
                                     lane_has(m0, m1, j), spare);
     });
     __syncwarp();
     const LaneCut cut = lane_bucket_cut<G>(hrow, max(need, 1), g, l);
     __syncwarp();  // the counters are read (the next level zeroes them)
     // Split: the members of buckets before the cut are taken, those of the cut stay.
-    const float cs = __uint_as_float(0x4B000000u + uint32_t(cut.bstar));
-    const float ch = __uint_as_float(0x4B000001u + uint32_t(cut.bstar));
+    const float cs = __uint_as_float(lane_ubits(g) + uint32_t(cut.bstar));
+    const float ch = __uint_as_float(lane_ubits(g) + uint32_t(cut.bstar) + 1u);
     uint32_t lt[2] = {0u, 0u}, le[2] = {0u, 0u};
     lane_each<LaneCfg<G>::kE>(vrow, [&](int j, float v) {
-      const float u = lane_map<false>(top, scale, 0.f, v, lift);
+      const float u = lane_map<false>(top, scale, ub, v, lift);
       lt[j / 32] |= u < cs ? 1u << (j % 32) : 0u;
       le[j / 32] |= u < ch ? 1u << (j % 32) : 0u;
     });
@@ -889,7 +912,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     bool equal = isfinite(mn) && mn == mx;
     // The row's map (lane_map): set below.
     float mtop, mscale;
-    const float mnanb = kLargest ? 8388608.f : 8388863.f;
+    // (Every bucket offset by the row's counter rotation, lane_rot.)
+    const uint32_t ubits = lane_ubits(g);
+    const float ubase = __uint_as_float(ubits);
     if (nonfinite) {
       float fmn = __int_as_float(0x7f800000), fmx = -fmn;
 #pragma unroll
@@ -915,7 +940,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       float bmn = __int_as_float(0x7f800000), bmx = -bmn;
 #pragma unroll
       for (int j = 0; j < kE; ++j) {
-        u[j] = lane_map<true>(mtop, mscale, mnanb, u[j]);
+        u[j] = lane_map<true, kLargest>(mtop, mscale, ubase, u[j]);
         bmn = fminf(bmn, u[j]);
         bmx = fmaxf(bmx, u[j]);
       }
@@ -938,10 +963,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         const float eps = fmaxf(fabsf(mn), fabsf(mx)) * 0x1p-32f;
         const uint32_t eb = __float_as_uint(eps), kt = lane_tail_key(mx, eps, eb);
         const int sh = max(24 - __clz(kt - lane_tail_key(mn, eps, eb)), 0);
-        lane_each<kE>(vrow, [&](int j, float v) { u[j] = lane_tail_map(v, eps, eb, kt, sh); });
+        lane_each<kE>(vrow,
+                      [&](int j, float v) { u[j] = lane_tail_map(v, eps, eb, kt, sh, ubits); });
       } else {
 #pragma unroll
-        for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, mnanb, u[j]);
+        for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, ubase, u[j]);
       }
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
@@ -967,11 +993,11 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 #pragma unroll
         for (int j = 0; j < kE; ++j) {
           const uint32_t bits = __float_as_uint(u[j]);
-          lane_count_class<W>(hbase, bits, ok && bits - 0x4B000002u < 252u,
+          lane_count_class<W>(hbase, bits, ok && bits - (ubits + 2u) < 252u,
                               lane_spare<G>(hbase, g, l));
         }
         const uint32_t cls = *spare_w;  // (this lane's own atomics: in order)
-        const uint32_t cb[3] = {kLargest ? 0x4B000000u : 0x4B0000FFu, 0x4B000001u, 0x4B0000FEu};
+        const uint32_t cb[3] = {ubits + (kLargest ? 0u : 255u), ubits + 1u, ubits + 254u};
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
           const uint32_t n = (cls >> (8 * (cb[c] & 3u))) & 0xFFu;
@@ -1004,8 +1030,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       const bool tied = nonfinite && (bstar <= 1 || bstar >= 254);
       __syncwarp();  // the counters are read: their words are reused below
       // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
-      const float cs = __uint_as_float(0x4B000000u + uint32_t(bstar));
-      const float ch = __uint_as_float(0x4B000001u + uint32_t(bstar));
+      const float cs = __uint_as_float(ubits + uint32_t(bstar));
+      const float ch = __uint_as_float(ubits + uint32_t(bstar) + 1u);
       uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
 #pragma unroll
       for (int j = 0; j < kE; ++j) {
