@@ -1,11 +1,12 @@
 """Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
 eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's
-row body in the same launch), and rows of 449..512 and 721..768, where the kernel's eight- and sixteen-lane shapes
-take launches once dispatched (kLaneEight: 480..512 in whole 16-byte vectors from 2^15 rows; kLaneSixteen:
-721..768 from 2^17 rows and k > 24): against the plain-torch reference bit for bit, in index order (largest by
-rtopk.rtopk, smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions), row lengths that change
-the padding or the load path, row counts not a multiple of the rows a warp, k on both sides of 64 (above it the
-four-lane kernel takes only launches of 2^17+ rows), and warps whose rows mix the fast path and the fallback.
+row body in the same launch), and rows of 449..512 and 721..768, where the kernel's eight-lane shape takes
+launches (kLaneEight: 480..512 in whole 16-byte vectors from 2^15 rows) and its sixteen-lane shape would once
+dispatched (kLaneSixteen: 721..768 from 2^17 rows and k > 24): against the plain-torch reference bit for bit, in
+index order (largest by rtopk.rtopk, smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions),
+row lengths that change the padding or the load path, row counts not a multiple of the rows a warp, k on both sides
+of 64 (above it the four-lane kernel takes only launches of 2^17+ rows), and warps whose rows mix the fast path and
+the fallback.
 The emulator (test_lane_emu.py) runs every shape of the kernel, dispatched or not.  Skipped without CUDA."""
 
 import pytest
@@ -29,8 +30,8 @@ KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_
          "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
 MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
 EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^15 rows on (k > 32: 2^14)
-# The sixteen-lane kernel takes launches from 2^17 rows; so does the eight-lane kernel's rank order past k = 16
-# for fp32 rows (16-bit rows: from EIGHT_ROWS).
+# The sixteen-lane kernel takes launches from 2^17 rows; so does the eight-lane kernel's rank order for fp32 rows
+# (16-bit rows: from EIGHT_ROWS).
 WIDE_ROWS = 2**17
 
 
@@ -237,12 +238,12 @@ def test_lane_rows_sorted_ties(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows_sorted_eight_lanes(dtype):
-    """Rank order past k = 16 in the eight-lane kernel (k <= 32; fp32 from WIDE_ROWS rows): randn, coarse and tied
-    rows, NaN and -inf mixed in (the fallback in the same warps), both directions; k = 33 takes the warp kernel."""
+    """Rank order in the eight-lane kernel (k <= 32; fp32 from WIDE_ROWS rows): randn, coarse and tied rows, NaN and
+    -inf mixed in (the fallback in the same warps), both directions; k = 33 takes the warp kernel."""
     gen = torch.Generator().manual_seed(61 + DTYPES.index(dtype))
     for M in (512, 488):
         kinds = ["randn", "coarse", "ties", "nan", "heavy_tail", "neg_inf_heavy", "randn"]
         x = torch.cat([lane_rows(kind, (149, M), dtype, gen) for kind in kinds])  # 1043 rows, kinds in runs
         x = x.repeat(-(-(WIDE_ROWS + 3) // x.shape[0]), 1)[: WIDE_ROWS + 3]
-        for k in (17, 24, 31, 32, 33):
+        for k in (5, 16, 17, 24, 31, 32, 33):
             check_sorted(x, k, f"M={M} k={k} dtype={dtype}")

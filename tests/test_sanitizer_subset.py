@@ -100,10 +100,10 @@ def test_stream_rows(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows(dtype):
-    """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight from 2^15 rows, when dispatched:
-    kLaneEight): fast rows, crowded rows narrowed by its later bucket levels or left to its fallback, NaN rows, a
-    last warp of 5 rows (four lanes) or of 1 (eight: 2^15 + 1 rows, the 13 repeated); index order and rank order
-    (to k = 24 with eight lanes and 16-bit rows)."""
+    """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight from 2^15 rows: kLaneEight): fast
+    rows, crowded rows narrowed by its later bucket levels or left to its fallback, NaN rows, a last warp of 5 rows
+    (four lanes) or of 1 (eight: 2^15 + 1 rows, the 13 repeated); index order and rank order (to k = 24 with eight
+    lanes and 16-bit rows)."""
     from test_lane_rows import EIGHT_ROWS, crowded_rows
 
     gen = torch.Generator().manual_seed(17)

@@ -1,8 +1,8 @@
-// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel).
-// Written, emulated and measured but not dispatched (kLaneEight, kLaneSixteen: rows that stress the
-// cut cost more than twice randn rows there): rows of 449..512 with eight lanes a row, four rows a
-// warp and 16-bit bucket counters (from 480 elements in whole 16-byte vectors); rows of 721..768
-// with sixteen lanes a row, 48 elements a lane and two rows a warp.
+// Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel), and
+// of rows of 449..512 with eight lanes a row, four rows a warp and 16-bit bucket counters (from 480
+// elements in whole 16-byte vectors: kLaneEight).  Written, emulated and measured but not
+// dispatched (kLaneSixteen: rows that stress the cut cost more than twice randn rows there): rows
+// of 721..768 with sixteen lanes a row, 48 elements a lane and two rows a warp.
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -104,9 +104,10 @@ constexpr int kLaneRankedAt = 32;  // (words from the row's counters)
 // sorted call takes the warp kernel.  Four lanes (H100, 2^18 rows of 256): k = 8 0.82x, 16 0.93x,
 // 24 1.04x, 32 1.10x of its time (notes v36).  Eight lanes (half the compares a lane; H100, rows
 // of 512, k = 24..32): bf16 0.87-0.92x of its time, fp32 0.98-0.99x from 2^18 rows but 1.08x at
-// 2^16 (the rank-ordered fp32 instances do not prefetch, kLaneWalks): past k = 16 only 16-bit
-// rows and fp32 launches of kLaneSortedWideRows rows (notes v42).  Sixteen lanes: none (they take
-// k > kLaneSixteenMinK only; 1: no rank-ordered instances).
+// 2^16 (the rank-ordered fp32 instances do not prefetch, kLaneWalks), and at k = 16 too fp32 1.02x
+// / 1.07x at 2^14 / 2^16 rows (0.96x at 2^18; bf16 0.88-0.98x): only 16-bit rows and fp32 launches
+// of kLaneSortedWideRows rows (notes v42, v45).  Sixteen lanes: none (they take k >
+// kLaneSixteenMinK only; 1: no rank-ordered instances).
 template <int G>
 constexpr int kLaneSortedMaxK = G == 4   ? 16
                                 : G == 8 ? 32
@@ -124,13 +125,13 @@ static_assert(lane_sorted_fits<4>() && lane_sorted_fits<8>() && lane_sorted_fits
 // Eight lanes a row (rows of 449..512).  H200, exact, against the warp kernel (notes v41): 512
 // elements 0.70-0.86x of its time from 2^16 rows (k = 16..128; bf16 0.65-0.85x), 480 0.96x (fp32)
 // / 0.82x (bf16), but 449 1.17x (rows not whole 16-byte vectors: staged element by element) and
-// 2^14 rows at k = 16 1.05x (k = 64 / 128 0.93 / 0.91x).  (On an H100 in v36, before the later
-// changes to both paths: 0.96-1.0x at 512.)  But on rows that stress the cut it takes 1.4-2.3x the
-// warp kernel's time (H100, 2^18 rows of 512, k = 64: NaN mixed in 2.39x its randn rows' time,
-// randn^5 2.20x, bf16 randn^5 2.32x; 2^16 rows bf16 randn^5 2.04x; the warp kernel 1.2-1.3x; notes
-// v42), past the 2x bound of tests/test_slow_rows.py: not dispatched (kLaneEight false) until its
-// crowded and tied rows cost less.  When on: kLaneEightMinCols..512.
-constexpr bool kLaneEight = false;
+// 2^14 rows at k = 16 1.05x (k = 64 / 128 0.93 / 0.91x).  H100 (notes v45): 512 elements fp32
+// 0.80-0.98x, bf16 0.69-0.88x from 2^16 rows; 2^14 rows 0.98-1.0x (bf16 k = 64 0.83x); 480 0.96x /
+// 0.80x.  Rows that stress the cut took up to 2.4x its randn rows' time until heavy tails were
+// mapped by keys (v44) and the rows' counters rotated (v45: two values and few ulps sent every RED
+// to two banks); now at most 1.56x (NaN mixed in, 2^20 rows, k = 16; H100, notes v45), within the
+// 2x bound of tests/test_slow_rows.py.  Dispatched for kLaneEightMinCols..512.
+constexpr bool kLaneEight = true;
 constexpr int kLaneEightMinCols = 480;
 static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest rows");
 // Sixteen lanes a row, two rows a warp, 48 elements a lane (rows of 721..768 in whole 16-byte
@@ -1201,12 +1202,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 // Whether the lane kernel takes a launch: exact mode, k <= 128 (rank-ordered output up to
-// kLaneSortedMaxK<G>, fp32 past kLaneSortedNarrowK from kLaneSortedWideRows), a 16-byte aligned
-// input, and rows of 16/32-bit elements where it was measured faster than the value kernel:
-// 193..256 elements (four lanes a row) with k <= 64 or from 2^17 rows (notes v32);
-// kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from 2^15 rows, or 2^14 with
-// k > 32 (notes v41), once kLaneEight; 721..768 (sixteen lanes) in whole vectors from
-// kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42), once kLaneSixteen.
+// kLaneSortedMaxK<G>; fp32 from kLaneSortedWideRows rows with eight lanes, and with four past
+// kLaneSortedNarrowK), a 16-byte aligned input, and rows of 16/32-bit elements where it was
+// measured faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from
+// 2^17 rows (notes v32); kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from
+// 2^15 rows, or 2^14 with k > 32 (notes v41, v45), once kLaneEight; 721..768 (sixteen lanes) in
+// whole vectors from kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42), once
+// kLaneSixteen.
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
@@ -1224,8 +1226,8 @@ bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
                                  : kLaneSortedMaxK<16>;
   const bool sorted_ok =
       !(a.sorted && a.k > 1) ||
-      (a.k <= sorted_max &&
-       (a.k <= kLaneSortedNarrowK || sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows));
+      (a.k <= sorted_max && (sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
+                             (four && a.k <= kLaneSortedNarrowK)));
   return sizeof(Compute) == 4 && exact_mode<Compute>(a) && sorted_ok &&
          (four || eight || sixteen) && a.k <= kLaneMaxK &&
          reinterpret_cast<uintptr_t>(in) % 16 == 0;
