@@ -71,8 +71,9 @@ def emu_checked(exe, tmp, x, ks, lanes, label):
 
 
 def emu_notes(exe, tmp, x, k, lanes, largest, sort, grid):
-    """The kernel's outputs and its counters: fallback_rows (rows left to the warp kernel's row body) and
-    tail_warps (warps mapped by their values' keys)."""
+    """The kernel's outputs and its counters: fallback_rows (rows left to the warp kernel's row body),
+    tail_warps (warps mapped by their values' keys) and offset_warps (finite warps mapped by lane_map, not by the
+    one-FFMA map: a row too far from 0 for its span)."""
     rows, cols = x.shape
     paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
     x.contiguous().view(INTS[x.dtype]).numpy().tofile(paths[0])
@@ -85,7 +86,8 @@ def emu_notes(exe, tmp, x, k, lanes, largest, sort, grid):
     for line in run.stdout.splitlines():
         name, _, value = line.partition(" ")
         notes[name] = int(value)
-    assert {"fallback_rows", "tail_warps"} <= notes.keys(), f"no counts from the emulator: {run.stdout!r}"
+    counts = {"fallback_rows", "tail_warps", "offset_warps"}
+    assert counts <= notes.keys(), f"no counts from the emulator: {run.stdout!r}"
     return ov, oi, notes
 
 
@@ -208,3 +210,25 @@ def test_lane_kernel_emulated_tails(emulator, tmp_path, dtype, lanes, M):
         for ctx, notes in emu_checked(emulator, tmp_path, x, (1, 16, 64, 128), lanes, f"{name} dtype={dtype}"):
             assert notes["tail_warps"] == tail_warps, f"{notes}: {ctx}"
             assert name != "tails" or notes["fallback_rows"] == 0, f"{notes}: {ctx}"
+
+
+# Rows offset from 0 (c + randn): the finite map takes one FFMA an element where every row of a warp has |top| under
+# 2^22 / 253 (~16600) of its span, lane_map otherwise (notes v45); offsets on both sides of that bound (5e4 and 2e5
+# over randn's 4.5..7 span a row of 256), in warps of one side only and of both.
+OFFSETS = [0.25, -7.0, 3e3, 5e4, -5e4, 2e5, -2e6]
+
+
+@pytest.mark.parametrize("lanes,M", TAILS, ids=[f"G{g}_M{m}" for g, m in TAILS])
+def test_lane_kernel_emulated_offsets(emulator, tmp_path, lanes, M):
+    gen = torch.Generator().manual_seed(M * 7 + lanes)
+    rows_a_warp = 32 // lanes
+    for dtype in (torch.float32, torch.bfloat16):
+        parts = [c + torch.randn(rows_a_warp, M, generator=gen, dtype=torch.float64) for c in OFFSETS]
+        # (16-bit rows never pass the bound: their span is at least an ulp of their top, 2^-8 of it; at these
+        # offsets many are rows of a few values, or of one.)
+        runs = (("near", torch.cat(parts[:5]), 0), ("far", torch.cat(parts[5:]), 2 * (dtype == torch.float32)),
+                ("mixed", torch.stack(parts, 1).reshape(-1, M), None))  # (mixed: each warp holds several offsets)
+        for name, x, offset_warps in runs:
+            for ctx, notes in emu_checked(emulator, tmp_path, x.to(dtype), (1, 16, 64), lanes, f"{name} {dtype}"):
+                assert notes["fallback_rows"] == 0, f"{notes}: {ctx}"
+                assert offset_warps is None or notes["offset_warps"] == offset_warps, f"{notes}: {ctx}"

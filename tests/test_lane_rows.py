@@ -206,6 +206,19 @@ def test_lane_rows_nonfinite(dtype):
             check_all(x, k, ctx)
 
 
+def test_lane_rows_offsets():
+    """fp32 rows offset from 0 (c + randn): warps whose rows all lie within 2^22 / 253 of their span from 0 take the
+    one-FFMA map, the others lane_map (notes v45); offsets on both sides of that bound, alone and mixed in warps."""
+    gen = torch.Generator().manual_seed(97)
+    offsets = [0.25, -7.0, 3e3, 5e4, -5e4, 2e5, -2e6]
+    for M in (256, 231, 512):
+        parts = [c + torch.randn(1003, M, generator=gen, dtype=torch.float64) for c in offsets]
+        for name, x in (("runs", torch.cat(parts)), ("mixed", torch.stack(parts, 1).reshape(-1, M))):
+            x = dispatched(x.float().cuda())
+            for k in (1, 16, 64):
+                check_all(x, k, f"{name} M={M} k={k}")
+
+
 def test_lane_rows_ties_at_the_kth_value_are_taken_by_index():
     """A value repeated around the k-th rank, spread over the four lanes: the lowest indices are taken."""
     gen = torch.Generator().manual_seed(11)

@@ -628,6 +628,26 @@ __device__ __forceinline__ uint32_t lane_counter_add(uint32_t bits, uint32_t n) 
   // n << the counter's bit offset: 8 (b mod 4) for bytes, 16 (b mod 2) for halves.
   return __funnelshift_l(0u, n, bits << (W == 1 ? 3 : 4));
 }
+// n (< 256) in byte `bits & 3`: one PRMT (its byte-extract mode b4e takes the byte from the
+// selector's two low bits), where lane_counter_add's shift is two instructions (the counts' loops:
+// one instruction an element of four).
+__device__ __forceinline__ uint32_t lane_byte_at(uint32_t bits, uint32_t n) {
+#if defined(__CUDA_ARCH__)
+  uint32_t d;
+  asm("prmt.b32.b4e %0, %1, %2, %3;" : "=r"(d) : "r"(n), "r"(0u), "r"(bits));
+  return d;
+#else
+  return n << (8 * (bits & 3u));
+#endif
+}
+// One in the counter of bucket `bits & 0xFF` among counters of W bytes.
+template <int W>
+__device__ __forceinline__ uint32_t lane_counter_one(uint32_t bits) {
+  if constexpr (W == 1)
+    return lane_byte_at(bits, 1u);
+  else
+    return lane_counter_add<W>(bits, 1u);
+}
 
 // Adds v to the shared word at byte address addr.
 __device__ __forceinline__ void lane_red(uint32_t addr, uint32_t v) {
@@ -644,6 +664,10 @@ template <int W>
 __device__ __forceinline__ void lane_count(uint32_t hbase, uint32_t bits, uint32_t n) {
   lane_red(hbase | lane_counter_word<W>(bits), lane_counter_add<W>(bits, n));
 }
+template <int W>
+__device__ __forceinline__ void lane_count_one(uint32_t hbase, uint32_t bits) {
+  lane_red(hbase | lane_counter_word<W>(bits), lane_counter_one<W>(bits));
+}
 
 // lane_count of one where p, else an add to the lane's spare word (spare: its byte address,
 // outside the counters; the lanes' spare words in distinct banks).  No branch: ptxas branches
@@ -653,7 +677,7 @@ __device__ __forceinline__ void lane_count(uint32_t hbase, uint32_t bits, uint32
 template <int W>
 __device__ __forceinline__ void lane_count_if(uint32_t hbase, uint32_t bits, bool p,
                                               uint32_t spare) {
-  lane_red(p ? hbase | lane_counter_word<W>(bits) : spare, lane_counter_add<W>(bits, 1u));
+  lane_red(p ? hbase | lane_counter_word<W>(bits) : spare, lane_counter_one<W>(bits));
 }
 // lane_count of one where p (the finite elements of a warp with NaN or +-inf), else one in byte
 // `bits & 3` of the lane's spare word (its NaN, +inf and -inf, counted apart there).
@@ -661,7 +685,7 @@ template <int W>
 __device__ __forceinline__ void lane_count_class(uint32_t hbase, uint32_t bits, bool p,
                                                  uint32_t spare) {
   lane_red(p ? hbase | lane_counter_word<W>(bits) : spare,
-           p ? lane_counter_add<W>(bits, 1u) : lane_counter_add<1>(bits, 1u));
+           W == 1 || p ? lane_counter_one<W>(bits) : lane_byte_at(bits, 1u));
 }
 // The spare word of lane l of row g (row g's counters at hbase): word G g + l of the member lists,
 // which are written after the counts.  (From hbase where it is used: one register less across the
@@ -682,6 +706,18 @@ __device__ __forceinline__ void lane_each(const float* vrow, F&& f) {
     f(4 * i + 2, q.z);
     f(4 * i + 3, q.w);
   }
+}
+
+// Bit j of m (element j: word j / 32, bit j % 32) set where u[j] < c, for integer-valued u and c
+// (u - c is exact; +0 where equal): each difference's sign shifted in by one funnel shift, the
+// elements taken last to first (an FADD and an SHF an element, where a compare, a select of the
+// bit and a share of an add to merge the bits took ~2.5, notes v45).
+template <int E>
+__device__ __forceinline__ void lane_below(const float (&u)[E], float c, uint32_t (&m)[2]) {
+  m[0] = m[1] = 0u;
+#pragma unroll
+  for (int j = E - 1; j >= 0; --j)
+    m[j / 32] = __funnelshift_l(__float_as_uint(u[j] - c), m[j / 32], 1);
 }
 
 // Resolves crowded rows inside the lane path.  Each level: the members' min and max (equal:
@@ -967,8 +1003,22 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         lane_each<kE>(vrow,
                       [&](int j, float v) { u[j] = lane_tail_map(v, eps, eb, kt, sh, ubits); });
       } else {
+        // One FFMA an element instead of lane_map's two, where every row's offset top * s1 is
+        // under 2^22: u = c1 - v s1, rounded once (monotone; equal values, equal u), with s1 the
+        // scale times 253 / 255 (span * s1 < 253) and c1 = rn(top s1 + base) + 1, which exceeds
+        // top s1 + base by 0.5..1.5: u lies in base + 0..255 (notes v45).
+        const float s1 = mscale * (253.f / 255.f);
+        const float c1 = fmaf(mtop, s1, ubase) + 1.f;
+        if (__all_sync(kFullMask, fabsf(mtop * s1) < 0x1p22f)) {
 #pragma unroll
-        for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, ubase, u[j]);
+          for (int j = 0; j < kE; ++j) u[j] = fmaf(u[j], -s1, c1);
+        } else {
+#if defined(RTOPK_WARP_EMU)
+          if (lane == 0) rtopk_emu_note_offset();
+#endif
+#pragma unroll
+          for (int j = 0; j < kE; ++j) u[j] = lane_map<false>(mtop, mscale, ubase, u[j]);
+        }
       }
     }
     // The padding's bucket: that of the row's first element (lane 0 of the group, slot 0).
@@ -1009,7 +1059,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         for (int j = 0; j < kE; ++j) {
           const uint32_t bits = __float_as_uint(u[j]);
           if (ok)
-            lane_count<W>(hbase, bits, 1u);  // (rows of one value would serialise on one counter)
+            lane_count_one<W>(hbase, bits);  // (rows of one value would serialise on one counter)
         }
       }
       if (ok && npad > 0 && l == G - 1) {
@@ -1033,12 +1083,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       // Take masks: a = bucket < b*, w = bucket <= b* (u is integer-valued).
       const float cs = __uint_as_float(ubits + uint32_t(bstar));
       const float ch = __uint_as_float(ubits + uint32_t(bstar) + 1u);
-      uint32_t a[2] = {0u, 0u}, w[2] = {0u, 0u};
-#pragma unroll
-      for (int j = 0; j < kE; ++j) {
-        a[j / 32] |= u[j] < cs ? 1u << (j % 32) : 0u;
-        w[j / 32] |= u[j] < ch ? 1u << (j % 32) : 0u;
-      }
+      uint32_t a[2], w[2];
+      lane_below(u, cs, a);
+      lane_below(u, ch, w);
       a[0] &= valid0;
       a[1] &= valid1;
       w[0] &= valid0;

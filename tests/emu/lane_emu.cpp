@@ -56,5 +56,6 @@ int main(int argc, char** argv) {
   if (dtype == "bf16") run_g<__nv_bfloat16>(g, largest, sorted, rows, cols, k, grid, argv + 9);
   std::printf("fallback_rows %ld\n", g_emu_fallback_rows);
   std::printf("tail_warps %ld\n", g_emu_tail_warps);
+  std::printf("offset_warps %ld\n", g_emu_offset_warps);
   return 0;
 }

@@ -265,6 +265,10 @@ inline void rtopk_emu_note_fallback() { ++g_emu_fallback_rows; }
 // Warps the lane kernel maps by their values' keys (rows with heavy tails, lane_tail_map).
 inline long g_emu_tail_warps = 0;
 inline void rtopk_emu_note_tail() { ++g_emu_tail_warps; }
+// Finite warps the lane kernel maps by lane_map (two instructions an element), not by its one-FFMA
+// map: a row's offset from 0 passes 2^22 / 253 of its span.
+inline long g_emu_offset_warps = 0;
+inline void rtopk_emu_note_offset() { ++g_emu_offset_warps; }
 inline unsigned atomicAdd(unsigned* p, unsigned v) {
   const unsigned old = *p;
   *p = old + v;
