@@ -91,10 +91,11 @@ constexpr int kLaneMinBlocks = 8;  // (__launch_bounds__: the registers)
 // fp32 rows, index order: about kLaneWalk blocks of rows a warp, each warp's next block prefetched
 // into L2 as it flushes the current one (launch_lane_rows_g).  H200 (notes v40): fp32 exact
 // 0.93-0.97 of the time at 2^18 and 2^20 rows of 256 (fewer rows: no walk, unchanged); bf16
-// 0.98-1.02, and the rank-ordered instances (24 bytes of spills with it) up to 1.06: not there.
+// 0.98-1.02, and the rank-ordered instances (24 bytes of spills with it) up to 1.06: not there
+// then; without spills since notes v45 item 7, they walk too (item 8).
 constexpr int kLaneWalk = 4;
 template <typename scalar_t, bool kSorted>
-constexpr bool kLaneWalks = sizeof(scalar_t) == 4 && !kSorted;
+constexpr bool kLaneWalks = sizeof(scalar_t) == 4;
 static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
 // Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list (32
 // keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in the row's counter
@@ -1292,7 +1293,8 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   // their time at 2^16 rows of 256, randn 0.96x (notes v40).
   const bool sorted = 1 < kLaneSortedMaxK<G> && a.sorted && a.k > 1;
   const int64_t sms = std::max(a.num_sms, 1);
-  const int64_t walk = !sorted && kLaneWalks<scalar_t, false> ? kLaneWalk : 1;
+  const bool walks = sorted ? kLaneWalks<scalar_t, true> : kLaneWalks<scalar_t, false>;
+  const int64_t walk = walks ? kLaneWalk : 1;
   const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
                                   sms * (256 / kLaneBlockWarps));
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
