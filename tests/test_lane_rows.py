@@ -1,8 +1,8 @@
 """Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
 eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's
 row body in the same launch), and rows of 449..512 and 721..768, where the kernel's eight-lane shape takes
-launches (kLaneEight: 480..512 in whole 16-byte vectors from 2^15 rows) and its sixteen-lane shape would once
-dispatched (kLaneSixteen: 721..768 from 2^17 rows and k > 24): against the plain-torch reference bit for bit, in
+launches (kLaneEight: 480..512 in whole 16-byte vectors from 2^15 rows) and its sixteen-lane shape takes them
+(kLaneSixteen: 721..768 from 2^17 rows and k > 24): against the plain-torch reference bit for bit, in
 index order (largest by rtopk.rtopk, smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions),
 row lengths that change the padding or the load path, row counts not a multiple of the rows a warp, k on both sides
 of 64 (above it the four-lane kernel takes only launches of 2^17+ rows), and warps whose rows mix the fast path and
@@ -37,9 +37,11 @@ WIDE_ROWS = 2**17
 
 def dispatched(x):
     """x, its rows repeated up to EIGHT_ROWS or more when they are long enough for the eight-lane kernel (each
-    repeat is checked like the first: the launch's warps hold them in other places).  (Rows of 721..768 are not
-    repeated to WIDE_ROWS while the sixteen-lane kernel is not dispatched: kLaneSixteen.)"""
+    repeat is checked like the first: the launch's warps hold them in other places); rows of 721..768 up to
+    WIDE_ROWS, where the sixteen-lane kernel takes them."""
     n, m = x.shape
+    if 720 < m <= 768:
+        return x.repeat(-(-WIDE_ROWS // n), 1)
     return x if m <= 256 or m > 512 else x.repeat(-(-EIGHT_ROWS // n), 1)
 
 

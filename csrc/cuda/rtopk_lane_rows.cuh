@@ -1,8 +1,7 @@
 // Exact top-k of 16/32-bit rows of 193..256 elements with four lanes a row (lane_rows_kernel), and
 // of rows of 449..512 with eight lanes a row, four rows a warp and 16-bit bucket counters (from 480
-// elements in whole 16-byte vectors: kLaneEight).  Written, emulated and measured but not
-// dispatched (kLaneSixteen: rows that stress the cut cost more than twice randn rows there): rows
-// of 721..768 with sixteen lanes a row, 48 elements a lane and two rows a warp.
+// elements in whole 16-byte vectors: kLaneEight), and of rows of 721..768 with sixteen lanes a row,
+// 48 elements a lane and two rows a warp (from 2^17 rows, k > 24: kLaneSixteen).
 //
 // Why: at 256 elements the value kernel (one warp a row, 8 values a lane) is issue-bound at ~586
 // warp instructions a row, about 350 of them per-row work (min/max, scans, the emit's ballots,
@@ -142,10 +141,11 @@ static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest 
 // by two rows only; 128 registers, 16 warps an SM); bf16 0.74-0.84x at k = 64 / 128, 0.95-1.0x at
 // 16.  744 elements: k = 128 0.95x (bf16 0.81x), k = 16 1.18x.  But rows that stress the cut take
 // more than twice the time of randn rows (2^17 x 768, k = 64: NaN mixed in 2.19x, randn^5 2.09x,
-// few ulps 2.03x, two values 2.00x; the bound of tests/test_slow_rows.py is 2x): not dispatched
-// (kLaneSixteen false) until its crowded and tied rows cost less.  When on: from kLaneSixteenRows
-// rows, k > kLaneSixteenMinK.
-constexpr bool kLaneSixteen = false;
+// few ulps 2.03x, two values 2.00x; the bound of tests/test_slow_rows.py is 2x).  With the map
+// of notes v44 and the rotated counters of v45 the worst is 1.64x (bf16 two values, k = 32) and
+// the kernel is dispatched (notes v46: fp32 0.90-0.98x, bf16 0.80-0.90x of the warp kernel's time
+// at 2^17-2^20 x 768, k = 32..128): from kLaneSixteenRows rows, k > kLaneSixteenMinK.
+constexpr bool kLaneSixteen = true;
 constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
 constexpr int kLaneSixteenMinK = 24;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
@@ -1255,8 +1255,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
 // measured faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from
 // 2^17 rows (notes v32); kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from
 // 2^15 rows, or 2^14 with k > 32 (notes v41, v45), once kLaneEight; 721..768 (sixteen lanes) in
-// whole vectors from kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42), once
-// kLaneSixteen.
+// whole vectors from kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42, v46).
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
