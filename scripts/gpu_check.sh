@@ -14,6 +14,9 @@ export RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
 if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >>"$OUT/gpu.txt" 2>&1
+# A warm device keeps the last call's build outputs, and the copied sources may be older than them
+# (a patched build then passes for this tree's: notes v46 item 3): always build from scratch.
+rm -rf build rtopk/_C*.so
 start=$(date +%s)
 if ! python3 -m pip install --no-build-isolation --no-deps -v -e . >"$OUT/build.log" 2>&1; then
   tail -60 "$OUT/build.log"

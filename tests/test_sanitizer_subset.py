@@ -100,19 +100,19 @@ def test_stream_rows(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows(dtype):
-    """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight from 2^15 rows: kLaneEight): fast
-    rows, crowded rows narrowed by its later bucket levels or left to its fallback, NaN rows, a last warp of 5 rows
-    (four lanes) or of 1 (eight: 2^15 + 1 rows, the 13 repeated); index order and rank order (to k = 24 with eight
-    lanes and 16-bit rows)."""
-    from test_lane_rows import EIGHT_ROWS, crowded_rows
+    """The lane kernel (exact, 193..256 elements four lanes a row; 480..512 eight from 2^15 rows: kLaneEight; 768
+    sixteen from 2^17 rows at k > 24: kLaneSixteen): fast rows, crowded rows narrowed by its later bucket levels or
+    left to its fallback, NaN rows, a last warp of 5 rows (four lanes) or of 1 (eight and sixteen: 2^15 + 1 and
+    2^17 + 1 rows, the 13 repeated); index order and rank order (to k = 24 with eight lanes and 16-bit rows)."""
+    from test_lane_rows import EIGHT_ROWS, WIDE_ROWS, crowded_rows
 
     gen = torch.Generator().manual_seed(17)
-    for M in (256, 203, 512, 488):
+    for M in (256, 203, 512, 488, 768):
         kinds = [make_rows(kind, (13, M), dtype, "cpu", gen) for kind in ("randn", "heavy_tail", "nan")]
         kinds += [crowded_rows(kind, (13, M), dtype, gen).cpu() for kind in ("nested", "deep")]
         x = torch.stack([kinds[r % 5][r] for r in range(13)])
-        rows = 13 if M <= 256 else EIGHT_ROWS + 1
-        for k in (16, 24, 40):
+        rows = 13 if M <= 256 else EIGHT_ROWS + 1 if M <= 512 else WIDE_ROWS + 1
+        for k in (16, 24, 40) if M <= 512 else (40,):
             for largest in (True, False):
                 for sort in (False, True):
                     same_as_cpu(x, k, rows, largest=largest, sorted=sort)
