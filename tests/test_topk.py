@@ -81,6 +81,26 @@ def test_topk_sorted_every_k(device, k):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_topk_sorted_tied_top(device, dtype):
+    """Rank order where all k taken values are equal (rows of two values, the one taken in 3 of 4 places), so
+    the order is the index order alone, with randn rows between them in the same launch; k on both sides of
+    each in-kernel sort size and of the rows' tied counts."""
+    gen = torch.Generator().manual_seed(31 + DTYPES.index(dtype))
+    for M in [200, 256, 300, 777, 1000, 2100]:
+        for largest in (True, False):
+            pair = torch.randn(48, 2, generator=gen, dtype=torch.float64).sort(dim=1).values
+            taken, other = (pair[:, 1:], pair[:, :1]) if largest else (pair[:, :1], pair[:, 1:])
+            u = torch.rand(48, M, generator=gen, dtype=torch.float64)
+            x = torch.where(u < 0.75, taken, other)
+            x[1::3] = torch.randn(16, M, generator=gen, dtype=torch.float64)
+            x = x.to(dtype).to(device)
+            for k in [2, 16, 17, 64, 100, 128]:
+                got = rtopk.topk(x, k, largest=largest)
+                assert_same_as_torch(x, k, -1, largest, True, got, f"M={M} k={k} largest={largest} {dtype}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_topk_sorted_long_rows_and_large_k(device, dtype):
     """Rank order where the top-k kernels leave index order and a separate device sort ranks it (k of
     129..1024 at any row length, rows above 2048 elements at any k), and past it (k > 1024, float64: the
