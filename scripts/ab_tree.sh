@@ -9,11 +9,8 @@ mkdir -p "$OUT"
 ROOT=$PWD
 SED_B=${SED_B:-}
 PATCH=$(realpath -m "${PATCH:-ab/b.patch}")
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
-if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi  # see gpu_check.sh
-# A warm device keeps the last call's build outputs, and the copied sources may be older than them
-# (a patched build then passes for this tree's: notes v46 item 3): always build from scratch.
-rm -rf build rtopk/_C*.so
+# shellcheck source=scripts/build_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 B=$(mktemp -d)
 # (scripts: profile_one.py for ab_profile.sh)
 cp -r csrc rtopk tests scripts setup.py pyproject.toml "$B" && rm -f "$B"/rtopk/_C*.so

@@ -20,11 +20,9 @@ if [ "$card" != H200 ] && [ "${ANY_CARD:-0}" != 1 ]; then
   echo "not an H200: stop (ANY_CARD=1 runs anyway)"
   exit 3
 fi
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi  # see gpu_check.sh
-# A warm device keeps the last call's build outputs, and the copied sources may be older than them
-# (a patched build then passes for this tree's: notes v46 item 3): always build from scratch.
-rm -rf build rtopk/_C*.so
+export PYTHONPATH=$PWD
+# shellcheck source=scripts/build_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 t0=$(date +%s)
 python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built: $(($(date +%s) - t0)) s"

@@ -6,17 +6,10 @@
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
-export RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
-# The lent machine's default g++ (/opt/gcc wrapper) links libstdc++ statically into the extension,
-# and then no C++ exception thrown by it (every TORCH_CHECK) can be caught by torch: segfault.
-# The system compiler links libstdc++ dynamically, like torch itself.
-if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi
+# shellcheck source=scripts/build_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$OUT/gpu.txt" 2>&1
 python3 -c "import torch; print(torch.__version__, torch.version.cuda)" >>"$OUT/gpu.txt" 2>&1
-# A warm device keeps the last call's build outputs, and the copied sources may be older than them
-# (a patched build then passes for this tree's: notes v46 item 3): always build from scratch.
-rm -rf build rtopk/_C*.so
 start=$(date +%s)
 if ! python3 -m pip install --no-build-isolation --no-deps -v -e . >"$OUT/build.log" 2>&1; then
   tail -60 "$OUT/build.log"

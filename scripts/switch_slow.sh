@@ -11,14 +11,11 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 : "${SED:?set SED to the sed expression that flips the switch}"
 nvidia-smi --query-gpu=name --format=csv,noheader
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16} PYTHONPATH=$PWD PYTHONUNBUFFERED=1
-export RTOPK_PTXAS_VERBOSE=1
-if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi  # see gpu_check.sh
+export PYTHONPATH=$PWD
 sed -i "$SED" csrc/cuda/*.cuh
 git diff --stat 2>/dev/null | tail -1
-# A warm device keeps the last call's build outputs, and the copied sources may be older than them
-# (a patched build then passes for this tree's: notes v46 item 3): always build from scratch.
-rm -rf build rtopk/_C*.so
+# shellcheck source=scripts/build_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 t0=$(date +%s)
 python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 echo "built: $(($(date +%s) - t0)) s"
