@@ -87,13 +87,13 @@ constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
 constexpr int kLaneMinBlocks = 8;  // (__launch_bounds__: the registers)
-// fp32 rows, index order: about kLaneWalk blocks of rows a warp, each warp's next block prefetched
-// into L2 as it flushes the current one (launch_lane_rows_g).  H200 (notes v40): fp32 exact
+// fp32 rows: about kLaneWalk blocks of rows a warp, each warp's next block prefetched into L2 as
+// it flushes the current one (launch_lane_rows_g).  H200 (notes v40): fp32 exact
 // 0.93-0.97 of the time at 2^18 and 2^20 rows of 256 (fewer rows: no walk, unchanged); bf16
 // 0.98-1.02, and the rank-ordered instances (24 bytes of spills with it) up to 1.06: not there
 // then; without spills since notes v45 item 7, they walk too (item 8).
 constexpr int kLaneWalk = 4;
-template <typename scalar_t, bool kSorted>
+template <typename scalar_t>
 constexpr bool kLaneWalks = sizeof(scalar_t) == 4;
 static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
 // Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list (32
@@ -104,9 +104,9 @@ constexpr int kLaneRankedAt = 32;  // (words from the row's counters)
 // sorted call takes the warp kernel.  Four lanes (H100, 2^18 rows of 256): k = 8 0.82x, 16 0.93x,
 // 24 1.04x, 32 1.10x of its time (notes v36).  Eight lanes (half the compares a lane; H100, rows
 // of 512, k = 24..32): bf16 0.87-0.92x of its time, fp32 0.98-0.99x from 2^18 rows but 1.08x at
-// 2^16 (the rank-ordered fp32 instances do not prefetch, kLaneWalks), and at k = 16 too fp32 1.02x
-// / 1.07x at 2^14 / 2^16 rows (0.96x at 2^18; bf16 0.88-0.98x): only 16-bit rows and fp32 launches
-// of kLaneSortedWideRows rows (notes v42, v45).  Sixteen lanes: none (they take k >
+// 2^16 (the rank-ordered fp32 instances did not prefetch then, kLaneWalks), and at k = 16 too
+// fp32 1.02x / 1.07x at 2^14 / 2^16 rows (0.96x at 2^18; bf16 0.88-0.98x): only 16-bit rows and
+// fp32 launches of kLaneSortedWideRows rows (notes v42, v45).  Sixteen lanes: none (they take k >
 // kLaneSixteenMinK only; 1: no rank-ordered instances).
 template <int G>
 constexpr int kLaneSortedMaxK = G == 4   ? 16
@@ -1188,7 +1188,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
                             [&](int rank, uint32_t c) { rl[rank] = Col(c); });
       }
       okmask = __ballot_sync(kFullMask, ok);
-      if constexpr (kLaneWalks<scalar_t, kSorted>) {
+      if constexpr (kLaneWalks<scalar_t>) {
         // The warp's next block into L2 while this one is flushed (earlier, at the block's start
         // or after its cut, the lines were more often gone again before their loads: notes v40).
         const int64_t r1 = r0 + int64_t(gridDim.x) * kLaneBlockWarps * C::kRows;
@@ -1292,8 +1292,7 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   // their time at 2^16 rows of 256, randn 0.96x (notes v40).
   const bool sorted = 1 < kLaneSortedMaxK<G> && a.sorted && a.k > 1;
   const int64_t sms = std::max(a.num_sms, 1);
-  const bool walks = sorted ? kLaneWalks<scalar_t, true> : kLaneWalks<scalar_t, false>;
-  const int64_t walk = walks ? kLaneWalk : 1;
+  const int64_t walk = kLaneWalks<scalar_t> ? kLaneWalk : 1;
   const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
                                   sms * (256 / kLaneBlockWarps));
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
