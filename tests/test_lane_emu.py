@@ -17,7 +17,7 @@ import torch
 
 import rtopk
 from conftest import MIXED_KINDS, TAIL_KINDS, bits, make_rows
-from test_lane_rows import CROWDED_KINDS, crowded_rows
+from test_lane_rows import CROWDED_KINDS, OFFSETS, crowded_rows
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA_INCLUDE = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
@@ -212,12 +212,8 @@ def test_lane_kernel_emulated_tails(emulator, tmp_path, dtype, lanes, M):
             assert name != "tails" or notes["fallback_rows"] == 0, f"{notes}: {ctx}"
 
 
-# Rows offset from 0 (c + randn): the finite map takes one FFMA an element where every row of a warp has |top| under
-# 2^22 / 253 (~16600) of its span, lane_map otherwise (notes v45); offsets on both sides of that bound (5e4 and 2e5
-# over randn's 4.5..7 span a row of 256), in warps of one side only and of both.
-OFFSETS = [0.25, -7.0, 3e3, 5e4, -5e4, 2e5, -2e6]
-
-
+# Rows offset from 0 (c + randn, c in OFFSETS: the first five within the one-FFMA map's bound, the last two past
+# it), in warps of one side only and of both.
 @pytest.mark.parametrize("lanes,M", TAILS, ids=[f"G{g}_M{m}" for g, m in TAILS])
 def test_lane_kernel_emulated_offsets(emulator, tmp_path, lanes, M):
     gen = torch.Generator().manual_seed(M * 7 + lanes)

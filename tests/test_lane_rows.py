@@ -33,6 +33,10 @@ EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^15 rows on (k 
 # The sixteen-lane kernel takes launches from 2^17 rows; so does the eight-lane kernel's rank order for fp32 rows
 # (16-bit rows: from EIGHT_ROWS).
 WIDE_ROWS = 2**17
+# Row offsets from 0 (c + randn rows): the finite map takes one FFMA an element where every row of a warp has |top|
+# under 2^22 / 253 (~16600) of its span, lane_map otherwise (notes v45); offsets on both sides of that bound (5e4 and
+# 2e5 over randn's 4.5..7 span a row of 256).  Also test_lane_emu.py's.
+OFFSETS = [0.25, -7.0, 3e3, 5e4, -5e4, 2e5, -2e6]
 
 
 def dispatched(x):
@@ -212,9 +216,8 @@ def test_lane_rows_offsets():
     """fp32 rows offset from 0 (c + randn): warps whose rows all lie within 2^22 / 253 of their span from 0 take the
     one-FFMA map, the others lane_map (notes v45); offsets on both sides of that bound, alone and mixed in warps."""
     gen = torch.Generator().manual_seed(97)
-    offsets = [0.25, -7.0, 3e3, 5e4, -5e4, 2e5, -2e6]
     for M in (256, 231, 512):
-        parts = [c + torch.randn(1003, M, generator=gen, dtype=torch.float64) for c in offsets]
+        parts = [c + torch.randn(1003, M, generator=gen, dtype=torch.float64) for c in OFFSETS]
         for name, x in (("runs", torch.cat(parts)), ("mixed", torch.stack(parts, 1).reshape(-1, M))):
             x = dispatched(x.float().cuda())
             for k in (1, 16, 64):
