@@ -672,6 +672,51 @@ __device__ __forceinline__ void bucket_starts(uint32_t* s_words) {
   store_words<W>(s_words + lane * W, w);
 }
 
+// Moves lane l's staged slots l*E ... l*E + E - 1 (indices idx) to their ranks rank[j]; padding
+// (slots from k on) to its lane's spare slot.  The values are reloaded (still in place) rather
+// than kept live in registers across the ranking.
+template <int E>
+__device__ __forceinline__ void place_staged(int k, float* s_val, int* s_idx, const int (&rank)[E],
+                                             const int (&idx)[E]) {
+  const int lane = threadIdx.x & 31;
+  float val[E];
+  load_words<E>(s_val + lane * E, val);
+  __syncwarp();  // every lane's reads of the staging come before the first move
+#pragma unroll
+  for (int j = 0; j < E; ++j) {
+    const int dst = lane * E + j < k ? rank[j] : kStageSpare + lane;
+    s_val[dst] = val[j];
+    s_idx[dst] = idx[j];
+  }
+  __syncwarp();
+}
+
+// Rank order of k staged elements of one key (lane l holds slots l*E ...): the index order.  For
+// the kernels that may stage lane-major (stage_any_order): where the staging is in index order
+// already (a selection staged by the row walk) nothing moves, else each element's rank is the
+// number of staged indices below its own.
+template <int E>
+__device__ __forceinline__ bool rank_staged_by_index(int k, float* s_val, int* s_idx) {
+  const int lane = threadIdx.x & 31;
+  int idx[E];
+  load_words<E>(s_idx + lane * E, idx);
+  bool ascending = true;
+#pragma unroll
+  for (int j = 0; j + 1 < E; ++j) ascending &= lane * E + j + 1 >= k || idx[j] < idx[j + 1];
+  const int next = __shfl_down_sync(kFullMask, idx[0], 1);
+  ascending &= (lane + 1) * E >= k || idx[E - 1] < next;
+  if (__all_sync(kFullMask, ascending)) return true;
+  int rank[E] = {};
+#pragma unroll 4
+  for (int p = 0; p < k; ++p) {
+    const int q = s_idx[p];
+#pragma unroll
+    for (int j = 0; j < E; ++j) rank[j] += int(q < idx[j]);
+  }
+  place_staged<E>(k, s_val, s_idx, rank, idx);
+  return true;
+}
+
 // Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in any order) in rank
 // order in place, by a counting sort: a monotone bucket of each value (the square of its scaled
 // distance from the maximum when the range is finite, else a shifted key), bucket starts from one
@@ -683,7 +728,7 @@ __device__ __forceinline__ void bucket_starts(uint32_t* s_words) {
 // kMaxBucketFill.  (Storing each element straight to global memory at its rank instead of the
 // coalesced flush was tried: the compiler rebuilds the 64-bit row address for every store, ~16
 // instructions an element against ~13 for placement and flush.)
-template <int P, bool kLargest>
+template <int P, bool kLargest, bool kIndexOrder>
 __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_idx,
                                                    uint64_t* s_work, float lo_hint, float hi_hint) {
   constexpr int E = P >= 32 ? P / 32 : 1;
@@ -729,10 +774,19 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
     }
     lo = warp_min(lo);
     hi = warp_max(hi);
+    // One key (the k taken are equal: two-value, constant or NaN rows): the rank order is the
+    // index order.  The buckets would put all k in one and, past kMaxBucketFill, hand them to the
+    // bitonic network (3.2x randn's sorted time, notes v46).  (The check of the staging's order in
+    // kernels that stage in index order anyway cost the sorting kernels at 24 and 64 values per
+    // lane 3-4% on randn rows, by their spills.)
+    if (lo == hi) {
+      if constexpr (kIndexOrder) return true;
+      return rank_staged_by_index<E>(k, s_val, s_idx);
+    }
     const float vmax = from_key<float>(hi);
     const float scale = __fdividef(kRoot, vmax - from_key<float>(lo));
     const bool linear = key_is_finite(lo) && key_is_finite(hi) && scale > 0.f && scale <= FLT_MAX;
-    // (hi - lo) >> shift < B.  One key (lo == hi): one bucket, ranked by index below.
+    // (hi - lo) >> shift < B.
     const int shift = max(0, 32 - __clz(hi - lo) - kLogB);
 #pragma unroll
     for (int j = 0; j < E; ++j) {
@@ -791,17 +845,8 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
       }
     }
   }
-  // start[j] is now the rank.  The staged elements again (still in place; reloaded rather than
-  // kept live in registers), then each to its rank; padding to its lane's spare slot.
-  load_words<E>(s_val + lane * E, val);
-  __syncwarp();
-#pragma unroll
-  for (int j = 0; j < E; ++j) {
-    const int dst = lane * E + j < k ? start[j] : kStageSpare + lane;
-    s_val[dst] = val[j];
-    s_idx[dst] = idx[j];
-  }
-  __syncwarp();
+  // start[j] is now the rank.
+  place_staged<E>(k, s_val, s_idx, start, idx);
   return true;
 }
 
@@ -1284,8 +1329,9 @@ __device__ __forceinline__ void select_listed(const Cut& cut, float (&s_v)[kStag
 }
 
 // Writes the staged outputs of a row with coalesced stores: in staging order (index order, as the
-// unsorted contract wants), or in rank order when `sorted` (k <= kStageK).
-template <typename scalar_t, bool kLargest>
+// unsorted contract wants), or in rank order when `sorted` (k <= kStageK).  kIndexOrder: the
+// staging is in index order (false where the kernel may stage lane-major: stage_any_order).
+template <typename scalar_t, bool kLargest, bool kIndexOrder>
 __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, float hi_hint,
                                              const scalar_t* x, scalar_t* ov, int64_t* oi,
                                              float* s_ov, int* s_oi, uint64_t* s_work) {
@@ -1293,10 +1339,14 @@ __device__ __forceinline__ void flush_staged(int k, bool sorted, float lo_hint, 
   __syncwarp();
   if (sorted && k > 1) {
     const bool done =
-        k <= 16   ? bucket_sort_staged<16, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
-        : k <= 32 ? bucket_sort_staged<32, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
-        : k <= 64 ? bucket_sort_staged<64, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
-                  : bucket_sort_staged<128, kLargest>(k, s_ov, s_oi, s_work, lo_hint, hi_hint);
+        k <= 16
+            ? bucket_sort_staged<16, kLargest, kIndexOrder>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
+        : k <= 32
+            ? bucket_sort_staged<32, kLargest, kIndexOrder>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
+        : k <= 64
+            ? bucket_sort_staged<64, kLargest, kIndexOrder>(k, s_ov, s_oi, s_work, lo_hint, hi_hint)
+            : bucket_sort_staged<128, kLargest, kIndexOrder>(k, s_ov, s_oi, s_work, lo_hint,
+                                                             hi_hint);
     // Crowded buckets (ties, outliers): one copy of the network for every k keeps the code,
     // which the instruction cache holds, small.
     if (!done) bitonic_sort_staged<kStageK, kLargest>(k, s_ov, s_oi);
@@ -1413,7 +1463,7 @@ __device__ __forceinline__ void warp_value_row(
     float lo, hi;
     if (exact && finite_min_max(row, lo, hi) == 0 && lo < hi &&
         row_counting_sort(row, k, lo, hi, s_sort, s_ov, s_oi)) {
-      flush_staged<scalar_t, kLargest>(k, false, 0.f, 0.f, x, ov, oi, s_ov, s_oi, s_sort);
+      flush_staged<scalar_t, kLargest, true>(k, false, 0.f, 0.f, x, ov, oi, s_ov, s_oi, s_sort);
       return;
     }
   }
@@ -1465,8 +1515,9 @@ __device__ __forceinline__ void warp_value_row(
   if (k <= kEmitCap)  // (the sorting kernels' kEmitCap is kStageK)
     // Selected values lie in [cut.t, cut.top] when the cut knows the row's maximum.  (The whole
     // staging rows: k may pass kStageSlots here.)
-    flush_staged<scalar_t, kLargest>(k, kSorted, cut.t, cut.ok && cut.top_known ? cut.top : cut.t,
-                                     x, ov, oi, s_ov_row, s_oi_row, s_sort);
+    flush_staged<scalar_t, kLargest, !kAnyOrder>(k, kSorted, cut.t,
+                                                 cut.ok && cut.top_known ? cut.top : cut.t, x, ov,
+                                                 oi, s_ov_row, s_oi_row, s_sort);
 }
 
 template <typename scalar_t, int VPT, bool kLargest, bool kSorted>
