@@ -169,9 +169,17 @@ def stressed_row_times(N, M, k, dtype, timer, seed=20261121, timing=contextlib.n
 
 
 def sorted_matches_torch(x, k):
-    ours = rtopk.topk(x, k, sorted=True).values
-    theirs = torch.topk(x, k, dim=-1, sorted=True).values
-    return torch.equal(ours.double().nan_to_num(), theirs.double().nan_to_num())
+    """rtopk.topk(sorted=True)'s values in torch.topk's rank order.  The reference is torch.topk's selection ranked
+    here, NaN first: its own sorted output on CUDA misorders NaN (pytorch/pytorch#117617; the bench's NaN-mixed rows
+    then read WRONG whatever rtopk returned)."""
+    ours = rtopk.topk(x, k, sorted=True).values.double()
+    theirs = torch.topk(x, k, dim=-1, sorted=False).values.double()
+    nan = torch.isnan(ours).to(torch.int8)
+    if not torch.equal(nan.sum(dim=-1), torch.isnan(theirs).sum(dim=-1)):
+        return False
+    nan_first = torch.equal(nan, nan.sort(dim=-1, descending=True).values)
+    ranked = torch.where(torch.isnan(theirs), float("inf"), theirs).sort(dim=-1, descending=True).values
+    return nan_first and torch.equal(torch.where(nan.bool(), float("inf"), ours), ranked)
 
 
 COLUMNS = ["N", "M", "k", "dist", "torch_sorted", "torch_unsorted", "exact", "exact_sorted"] + [f"it{i}" for i in EARLY_STOP]
