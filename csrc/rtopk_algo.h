@@ -180,7 +180,8 @@ struct Plan {
 //       or more elements are >= the row's finite max (ties there, +inf, NaN) the bracket cannot
 //       separate them, and the exact search ranks them instead.
 //   max_iter >= 1: Algorithm 2.  At most max_iter midpoints (stopping early only once exactly k
-//       are >= lo, which leaves the result unchanged, or when eps > 0 and the bracket is narrow);
+//       are >= lo or a step leaves the bracket as it was, both of which leave the result
+//       unchanged, or when eps > 0 and the bracket is narrow);
 //       emit the first k elements in index order that are >= lo (then -inf in index order if too
 //       few are).
 // NaN is >= every threshold and +inf/-inf compare as infinities, all through the key order.
@@ -207,6 +208,15 @@ RTOPK_HD Plan<typename KeyTraits<Compute>::Key> exact_plan(Row& row, int64_t k) 
   }
   const int64_t greater = (t == hi) ? 0 : row.count_ge(Key(t + 1));
   return Plan<Key>{t, t, k - greater};
+}
+
+// Whether a bisection step left the bracket as it was.  Such a step leaves it so at every later
+// one (the same midpoint, the same count: both depend on the values alone), so Algorithm 2 may end
+// its max_iter steps there with the same result.  Without it a row whose k-th value is tied past k
+// spins through every step: max_iter = 10^12 ran for hours (a hung kernel on the GPU).
+template <typename Compute>
+RTOPK_HD bool bracket_unchanged(Compute lo, Compute hi, Compute lo0, Compute hi0) {
+  return lo == lo0 && hi == hi0;
 }
 
 template <typename Compute, typename Row>
@@ -237,6 +247,7 @@ RTOPK_HD Plan<typename KeyTraits<Compute>::Key> make_plan(Row& row, int64_t k, i
       c_lo = c_hi = c;
       break;
     }
+    const Compute lo0 = lo, hi0 = hi;
     if (c < k) {
       hi = t;
       c_hi = c;
@@ -244,6 +255,7 @@ RTOPK_HD Plan<typename KeyTraits<Compute>::Key> make_plan(Row& row, int64_t k, i
       lo = t;
       c_lo = c;
     }
+    if (bracket_unchanged(lo, hi, lo0, hi0)) break;
   }
   const Key key_lo = to_key<Compute>(lo);
   const Key key_hi = to_key<Compute>(hi);

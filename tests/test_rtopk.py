@@ -145,6 +145,25 @@ def test_early_stop_matches_plain_torch_algorithm2(device, dtype, M):
                 assert torch.equal(bits(values), bits(ref_v)), ctx
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("M", [8, 100, 256, 512, 3000, 20000])
+def test_early_stop_huge_max_iter(device, dtype, M):
+    """max_iter far past the step where the bracket stops moving (a k-th value tied past k, or the bracket down to
+    adjacent values): the result of that many steps, at once.  Before the search ended at an unchanged bracket,
+    max_iter = 10^15 on such rows spun for hours (on the GPU a hung kernel).  The reference runs 3000 steps, past the
+    last move in fp32 and fp64 alike."""
+    gen = torch.Generator().manual_seed(11 * M)
+    for kind in ["equal", "ties", "randn", "near_max"]:
+        x = make_rows(kind, shape_for(M, 2), dtype, device, gen)
+        for k in sorted({1, M // 3 + 1, M - 1}):
+            values, indices = rtopk.rtopk(x, k, max_iter=10**15)
+            ref_v, ref_i = rtopk.rtopk_early_stop_ref(x, k, 3000)
+            ctx = f"kind={kind} M={M} k={k} {dtype} {device}"
+            assert torch.equal(indices, ref_i), ctx
+            assert torch.equal(bits(values), bits(ref_v)), ctx
+
+
 @pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", [1, 5, 32, 65, 96, 97, 192, 256, 384, 768, 769, 1024, 1025, 1536, 1537, 2048, 2049, 5000])

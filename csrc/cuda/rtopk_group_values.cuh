@@ -649,11 +649,13 @@ __device__ __forceinline__ Cut group_early_stop_cut(GroupRow<VPT, G, L>& row, in
       lo = t;
       break;
     }
+    const float lo0 = lo, hi0 = hi;
     if (cnt < k) {
       hi = t;
     } else {
       lo = t;
     }
+    if (bracket_unchanged(lo, hi, lo0, hi0)) break;  // (the later steps would change nothing)
   }
   return Cut::at(lo, INT_MAX);
 }
