@@ -44,4 +44,5 @@ if [ "${SANITIZE_B:-0}" = 1 ]; then
       "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_$t.log" | tail -1)"
   done)
 fi
-tar czf "$OUT/logs.tgz" -C "$OUT" --exclude logs.tgz . 2>/dev/null
+# (Into a file outside $OUT first: tar exits 1 when the folder it reads changes under it.)
+tar czf "${TMPDIR:-/tmp}/logs.$$.tgz" -C "$OUT" . && mv "${TMPDIR:-/tmp}/logs.$$.tgz" "$OUT/logs.tgz"

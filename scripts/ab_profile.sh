@@ -31,5 +31,6 @@ for v in a b; do
   done
 done
 # (The device tool returns at most 8 files: all of them in one tarball, alone when there are more.)
-tar czf "$OUT/logs.tgz" -C "$OUT" --exclude logs.tgz . 2>/dev/null &&
+# (Into a file outside $OUT first: tar exits 1 when the folder it reads changes under it.)
+tar czf "${TMPDIR:-/tmp}/logs.$$.tgz" -C "$OUT" . && mv "${TMPDIR:-/tmp}/logs.$$.tgz" "$OUT/logs.tgz" &&
   [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] && find "$OUT" -type f ! -name logs.tgz -delete
