@@ -75,3 +75,30 @@ def test_results_md_sections(tmp_path, capsys):
     ratio = result["rows"][1]["exact"] / result["rows"][0]["exact"]
     assert f"M = 40: two_values {ratio:.2f}x" in text
     assert sum(line.startswith("| 64 |") for line in text.splitlines()) == len(grid)
+
+
+def test_bench_sorted_check(monkeypatch):
+    """The sorted-output check passes rtopk's rank order on rows with NaN of both signs and +-inf (torch.topk's own
+    CUDA sorted output misorders NaN, so the check ranks torch's selection itself), and fails an index-order output
+    and one with a NaN moved out of first place."""
+    import torch
+
+    import rtopk
+
+    gen = torch.Generator().manual_seed(5)
+    for dist in ("randn", "nan_mixed", "inf_mixed", "all_nan", "two_values"):
+        x = bench.make_input(dist, 64, 256, torch.float32, "cpu", gen)
+        assert bench.sorted_matches_torch(x, 32), dist
+    x = bench.make_input("nan_mixed", 64, 256, torch.float32, "cpu", gen)
+    ranked = rtopk.topk
+
+    def index_order(t, k, sorted=True):
+        return ranked(t, k, sorted=False)
+
+    def nan_last(t, k, sorted=True):
+        v, i = ranked(t, k, sorted=True)
+        return torch.return_types.topk((v.roll(-1, -1), i.roll(-1, -1)))
+
+    for fake in (index_order, nan_last):
+        monkeypatch.setattr(rtopk, "topk", fake)
+        assert not bench.sorted_matches_torch(x, 32), fake.__name__
