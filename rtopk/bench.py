@@ -141,13 +141,14 @@ def copy_bandwidth(device, timer):
     return 2 * n / (ms * 1e-3)
 
 
+def _ranked(values):
+    """Each row's values as float64 in descending order, NaN as +inf (so first)."""
+    values = values.double()
+    return torch.where(torch.isnan(values), float("inf"), values).sort(dim=-1, descending=True).values
+
+
 def exact_matches_torch(x, k):
-    values, _ = rtopk.rtopk(x, k)
-    ours = values.double()
-    ours = torch.where(torch.isnan(ours), float("inf"), ours).sort(dim=-1, descending=True).values
-    theirs = torch.topk(x, k, dim=-1, sorted=True).values.double()
-    theirs = torch.where(torch.isnan(theirs), float("inf"), theirs).sort(dim=-1, descending=True).values
-    return torch.equal(ours, theirs)
+    return torch.equal(_ranked(rtopk.rtopk(x, k)[0]), _ranked(torch.topk(x, k, dim=-1).values))
 
 
 def stressed_row_times(N, M, k, dtype, timer, seed=20261121, timing=contextlib.nullcontext):
@@ -173,13 +174,12 @@ def sorted_matches_torch(x, k):
     here, NaN first: its own sorted output on CUDA misorders NaN (pytorch/pytorch#117617; the bench's NaN-mixed rows
     then read WRONG whatever rtopk returned)."""
     ours = rtopk.topk(x, k, sorted=True).values.double()
-    theirs = torch.topk(x, k, dim=-1, sorted=False).values.double()
+    theirs = torch.topk(x, k, dim=-1, sorted=False).values
     nan = torch.isnan(ours).to(torch.int8)
     if not torch.equal(nan.sum(dim=-1), torch.isnan(theirs).sum(dim=-1)):
         return False
     nan_first = torch.equal(nan, nan.sort(dim=-1, descending=True).values)
-    ranked = torch.where(torch.isnan(theirs), float("inf"), theirs).sort(dim=-1, descending=True).values
-    return nan_first and torch.equal(torch.where(nan.bool(), float("inf"), ours), ranked)
+    return nan_first and torch.equal(torch.where(nan.bool(), float("inf"), ours), _ranked(theirs))
 
 
 COLUMNS = ["N", "M", "k", "dist", "torch_sorted", "torch_unsorted", "exact", "exact_sorted"] + [f"it{i}" for i in EARLY_STOP]
