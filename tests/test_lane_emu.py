@@ -50,8 +50,8 @@ def emulator(tmp_path_factory):
     return build_emulator(tmp_path_factory, "lane_emu")
 
 
-def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid):
-    ov, oi, _ = emu_notes(exe, tmp, x, k, lanes, largest, sort, grid)
+def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid, max_iter=-1):
+    ov, oi, _ = emu_notes(exe, tmp, x, k, lanes, largest, sort, grid, max_iter)
     return ov, oi
 
 
@@ -70,14 +70,15 @@ def emu_checked(exe, tmp, x, ks, lanes, label):
                 yield ctx, notes
 
 
-def emu_notes(exe, tmp, x, k, lanes, largest, sort, grid):
+def emu_notes(exe, tmp, x, k, lanes, largest, sort, grid, max_iter=-1):
     """The kernel's outputs and its counters: fallback_rows (rows left to the warp kernel's row body),
     tail_warps (warps mapped by their values' keys) and offset_warps (finite warps mapped by lane_map, not by the
-    one-FFMA map: a row too far from 0 for its span)."""
+    one-FFMA map: a row too far from 0 for its span).  max_iter > 0: the max_iter instance (four lanes a row, index
+    order)."""
     rows, cols = x.shape
     paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
     x.contiguous().view(INTS[x.dtype]).numpy().tofile(paths[0])
-    args = [DTYPES[x.dtype], lanes, int(largest), int(sort), rows, cols, k, grid]
+    args = [DTYPES[x.dtype], lanes, int(largest), int(sort), max_iter, rows, cols, k, grid]
     run = subprocess.run([exe] + [str(a) for a in args] + paths, capture_output=True, text=True)
     assert run.returncode == 0, f"emulator failed: {run.stderr}"
     ov = torch.from_file(paths[1], size=rows * k, dtype=INTS[x.dtype]).view(x.dtype).reshape(rows, k)
@@ -119,6 +120,30 @@ def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
             bad = (oi != ri).any(-1).nonzero().flatten().tolist()
             assert not bad, f"indices differ from reference in rows {bad[:8]}: {ctx}"
             assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
+
+
+@pytest.mark.parametrize("M", [256, 193, 230])
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+def test_lane_kernel_emulated_max_iter(emulator, tmp_path, dtype, M):
+    """The max_iter instance (four lanes a row, index order): rows of every kind side by side, against the CPU
+    backend bit for bit, and its finite rows against the plain-torch Algorithm 2 too; max_iter from one step to far
+    past the bracket's last move.  Only rows with NaN or +-inf go to the fallback (make_plan there)."""
+    gen = torch.Generator().manual_seed(M * 5 + list(DTYPES).index(dtype))
+    x = lane_inputs(M, dtype, gen)
+    finite = torch.isfinite(x).all(-1)
+    for k in (1, 16, 64, 128):
+        for max_iter in (1, 4, 13, 10**12):
+            for largest in (True, False):
+                ctx = f"M={M} k={k} max_iter={max_iter} largest={largest} dtype={dtype}"
+                ov, oi, notes = emu_notes(emulator, tmp_path, x, k, 4, largest, False, 2, max_iter)
+                rv, ri = rtopk.topk(x, k, -1, largest, False, max_iter=max_iter)
+                bad = (oi != ri).any(-1).nonzero().flatten().tolist()
+                assert not bad, f"indices differ from the CPU backend in rows {bad[:8]}: {ctx}"
+                assert torch.equal(bits(ov), bits(rv)), f"values differ from the CPU backend: {ctx}"
+                assert notes["fallback_rows"] == int((~finite).sum()), f"{notes}: {ctx}"
+                if largest:
+                    pv, pi = rtopk.rtopk_early_stop_ref(x[finite], k, min(max_iter, 3000))
+                    assert torch.equal(oi[finite], pi), f"indices differ from Algorithm 2 in plain torch: {ctx}"
 
 
 # Every kind (MIXED_KINDS) is finished by the kernel itself: subnormal rows and those whose range passes float's

@@ -265,3 +265,35 @@ def test_lane_rows_sorted_eight_lanes(dtype):
         x = x.repeat(-(-(WIDE_ROWS + 3) // x.shape[0]), 1)[: WIDE_ROWS + 3]
         for k in (5, 16, 17, 24, 31, 32, 33):
             check_sorted(x, k, f"M={M} k={k} dtype={dtype}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_max_iter(dtype):
+    """max_iter at 193..256 elements (the four-lane kernel's max_iter instance, index order: rtopk.rtopk for the k
+    largest, rtopk.topk(sorted=False) for the k smallest; rows with NaN or +-inf in the same warps go to the
+    fallback's make_plan): against the CPU backend bit for bit, from one step to far past the bracket's last move,
+    k above 64 from 2^17 rows; rank order (rtopk.topk sorted) takes the warp kernel and is checked too."""
+    gen = torch.Generator().manual_seed(71 + DTYPES.index(dtype))
+    kinds = ["randn", "coarse", "ties", "equal", "signed_zeros", "nan", "inf", "near_max", "denormal", "few_ulps",
+             "heavy_tail", "ascending"]
+    for M in (256, 230, 193):
+        x = torch.cat([lane_rows(kind, (37, M), dtype, gen) for kind in kinds])  # kinds in runs, across warps
+        x = x[torch.randperm(x.shape[0], generator=gen)]
+        xc = x.cpu()
+        for k, many in ((1, False), (16, False), (64, False), (100, True)):
+            xk = x.repeat(-(-MANY // x.shape[0]), 1)[:MANY] if many else x
+            xkc = xk.cpu()
+            for max_iter in (1, 4, 13, 10**12) if not many else (4, 10**12):
+                ctx = f"M={M} k={k} rows={xk.shape[0]} max_iter={max_iter} dtype={dtype}"
+                got = rtopk.rtopk(xk, k, max_iter=max_iter)
+                ref = rtopk.rtopk(xkc, k, max_iter=max_iter)
+                assert torch.equal(got[1].cpu(), ref[1]), ctx
+                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
+                got = rtopk.topk(xk, k, largest=False, sorted=False, max_iter=max_iter)
+                ref = rtopk.topk(xkc, k, largest=False, sorted=False, max_iter=max_iter)
+                assert torch.equal(got[1].cpu(), ref[1]), f"smallest {ctx}"
+                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), f"smallest {ctx}"
+            if not many:
+                got = rtopk.topk(x, k, sorted=True, max_iter=4)
+                ref = rtopk.topk(xc, k, sorted=True, max_iter=4)
+                assert torch.equal(got[1].cpu(), ref[1]), f"rank order M={M} k={k} dtype={dtype}"

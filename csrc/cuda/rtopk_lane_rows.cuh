@@ -23,6 +23,9 @@
 //   rank order (kSorted, rtopk.topk's sorted=True, k <= 16 with four lanes a row, 32 with eight):
 //           the taken elements listed as keys (value, then index), each ranked by its count of
 //           larger keys (pairwise: cheap for small k only: kLaneSortedMaxK; notes v36).
+//   max_iter (kEarly, four lanes a row, index order: kLaneEarly): Algorithm 2's steps on the
+//           lanes' own elements (a count of those >= the midpoint a step, summed over the row's
+//           lanes), then the row's first k elements >= lo by the take bits; no buckets.
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
@@ -146,6 +149,11 @@ static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest 
 // the kernel is dispatched (notes v46: fp32 0.90-0.98x, bf16 0.80-0.90x of the warp kernel's time
 // at 2^17-2^20 x 768, k = 32..128): from kLaneSixteenRows rows, k > kLaneSixteenMinK.
 constexpr bool kLaneSixteen = true;
+// max_iter (Algorithm 2) on rows of 193..256 (four lanes a row, index order): the bisection's
+// counts over a lane's 64 elements (an FADD and an SHF an element a step), then the first k >= lo
+// by the take bits, where the warp kernel at 8 values a lane took 0.51-0.54 of the floor at
+// k = 16 (H200, 2^18 / 2^20 rows) against the lane kernel's exact 0.59-0.65 (notes v47).
+constexpr bool kLaneEarly = true;
 constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
 constexpr int kLaneSixteenMinK = 24;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
@@ -721,6 +729,16 @@ __device__ __forceinline__ void lane_below(const float (&u)[E], float c, uint32_
     m[j / 32] = __funnelshift_l(__float_as_uint(u[j] - c), m[j / 32], 1);
 }
 
+// Bits of the finite elements u >= t (of any float values, not only buckets): ~lane_below, whose
+// sign of u - t is that of u < t for finite values (no flush to zero), but for u = -0.0, t = +0.0
+// (-0 - +0 = -0): a zero t is taken as -0.0 (u - -0 = u + +0, +0 for either zero).
+template <int E>
+__device__ __forceinline__ void lane_at_least(const float (&u)[E], float t, uint32_t (&m)[2]) {
+  lane_below(u, t == 0.f ? -0.f : t, m);
+  m[0] = ~m[0];
+  m[1] = ~m[1];
+}
+
 // Resolves crowded rows inside the lane path.  Each level: the members' min and max (equal:
 // the first `need` by index, done), 256 counters over that range (the same bucket map as the
 // first level, so equal values share a bucket and larger values never come later), the bucket of
@@ -869,10 +887,12 @@ __device__ __forceinline__ void lane_rank_spread(const uint2* lk, int n, int per
   }
 }
 
-template <typename scalar_t, int G, bool kLargest, bool kSorted>
+template <typename scalar_t, int G, bool kLargest, bool kSorted, bool kEarly>
 __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
+                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                     int64_t max_iter) {
+  static_assert(!(kEarly && kSorted), "max_iter: index order only");
   using C = LaneCfg<G>;
   constexpr int W = C::kW;
   using FB = LaneFallback<C::kVpt, kSorted>;
@@ -931,6 +951,135 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // ranks first) or 255, +inf 1, the finite values 2..253, -inf 254; each of those four holds
     // equal keys only.  (Warp-uniform: the finite rows' map is the one below.)
     const bool nonfinite = __any_sync(kFullMask, !(isfinite(mn) && isfinite(mx)));
+    // The rows' outputs from each lane's take bits (ok: the row's own path finished it), staged and
+    // flushed; returns the warp's finished rows (a bit a row, at its first lane).
+    const auto emit = [&](uint32_t take0, uint32_t take1, bool ok) -> unsigned {
+      const int tc = __popc(take0) + __popc(take1);
+      const int tinc = lane_group_inclusive<G>(tc, l);
+      // (The shuffle outside the && : every lane must take part in it.)
+      const int taken = __shfl_sync(kFullMask, tinc, G * g + G - 1);
+      ok = ok && taken == k;
+      // Output indices staged in index order; rows whose count is off (none should be) fall back.
+      // Rank order (kSorted, k <= kLaneSortedMaxK<G>): the taken elements listed as rank keys
+      // instead, then each ranked against its row's list.
+      if (ok) {
+        int pos = tinc - tc;
+        lane_each_set(take0, take1, [&](int j) {
+          if constexpr (kSorted)
+            lk[pos++] = lane_member_key<kLargest>(vrow[j], kE * l + j);
+          else
+            so[kLaneOutStride * g + pos++] = uint16_t(kE * l + j);
+        });
+      }
+      if constexpr (kSorted) {
+        lane_list_pad<G>(lk, ok ? k : 0, l);
+        __syncwarp();
+        // Each taken column at its rank (k <= kLaneSortedMaxK<G>: up to 4 items a lane).
+        Col* const rl = ranked(g);
+        lane_rank_spread<G>(lk, ok ? k : 0, (k + G - 1) / G, l,
+                            [&](int rank, uint32_t c) { rl[rank] = Col(c); });
+      }
+      const unsigned okmask = __ballot_sync(kFullMask, ok);
+      if constexpr (kLaneWalks<scalar_t>) {
+        // The warp's next block into L2 while this one is flushed (earlier, at the block's start
+        // or after its cut, the lines were more often gone again before their loads: notes v40).
+        const int64_t r1 = r0 + int64_t(gridDim.x) * kLaneBlockWarps * C::kRows;
+        if (r1 < rows)
+          prefetch_l2(in + r1 * cols,
+                      min(int64_t(C::kRows), rows - r1) * cols * int64_t(sizeof(scalar_t)));
+      }
+      __syncwarp();
+      // Flush: the warp's rows' k outputs are contiguous, written coalesced.
+      scalar_t* const ov = out_values + r0 * k;
+      int64_t* const oi = out_indices + r0 * k;
+      // Output c of row gg, at e; nf: the warp may hold NaN (fp16 only: re-read from the input).
+      const auto put = [&](auto nf, int gg, int c, int e) {
+        const int idx = kSorted ? int(ranked(gg)[c]) : int(so[kLaneOutStride * gg + c]);
+        const float v = sf[lane_stage_at<G>(gg, idx)];
+        ov[e] = decltype(nf)::value && v != v ? in[(r0 + gg) * cols + idx]
+                                              : lane_unstage<scalar_t, kLargest>(v);
+        oi[e] = idx;
+      };
+      const auto rows_flush = [&](auto nf) {
+        for (int gg = 0; gg < nrows; ++gg)
+          if (okmask >> (G * gg) & 1u)
+            for (int c = lane; c < k; c += 32) put(nf, gg, c, gg * k + c);
+      };
+      constexpr bool kReread = std::is_same_v<scalar_t, __half>;
+      if (!kSorted && k % 32 == 0) {
+        // Whole warp-iterations a row: the row and its ok bit warp-uniform.  (Rank order: k <= 16.)
+        if (kReread && nonfinite)
+          rows_flush(std::bool_constant<kReread>{});
+        else
+          rows_flush(std::false_type{});
+      } else {
+        for (int e = lane; e < nrows * k; e += 32) {
+          const int gg = int((uint32_t(e) * inv_k) >> 20);
+          if (okmask >> (G * gg) & 1u) put(std::bool_constant<kReread>{}, gg, e - gg * k, e);
+        }
+      }
+      return okmask;
+    };
+    // The rows none of the paths above finished, by the warp kernel's row body (max_iter: its
+    // mode).
+    const auto fallback = [&](unsigned okmask, int64_t fb_iter) {
+      __syncwarp();  // the staging is free: the fallback's buffers go there
+      unsigned left =
+          ~okmask & C::kFirstLanes & (nrows == C::kRows ? ~0u : (1u << (G * nrows)) - 1u);
+      while (left) {
+        const int gg = (__ffs(left) - 1) / G;
+        left &= left - 1;
+        const int64_t r = r0 + gg;
+#if defined(RTOPK_WARP_EMU)
+        if (lane == 0) rtopk_emu_note_fallback();
+#endif
+        warp_value_row<scalar_t, C::kVpt, kLargest, kSorted>(
+            in + r * cols, out_values + r * k, out_indices + r * k, cols, k, fb_iter, 0.f,
+            *reinterpret_cast<typename FB::B::Val*>(sf + FB::kValAt),
+            *reinterpret_cast<typename FB::B::Idx*>(sf + FB::kIdxAt),
+            *reinterpret_cast<typename FB::B::StageV*>(sf + FB::kOvAt),
+            *reinterpret_cast<typename FB::B::StageI*>(sf + FB::kOiAt),
+            *reinterpret_cast<typename FB::B::Sort*>(sf + FB::kSortAt));
+        __syncwarp();
+      }
+    };
+    unsigned okmask = 0u;
+    if constexpr (kEarly) {
+      // max_iter (Algorithm 2): the steps of fast_early_stop_cut, the same midpoints and counts
+      // (so the same bracket), then the row's first k elements >= lo.  Rows with NaN or +-inf go
+      // to the fallback (make_plan).  The warp steps until none of its rows moves.
+      const bool ok = isfinite(mn) && isfinite(mx);
+      float lo = mn, hi = mx;
+      bool live = ok;
+      uint32_t m[2];
+      for (int64_t it = 0; it < max_iter && __any_sync(kFullMask, live); ++it) {
+        const float t = KeyTraits<float>::midpoint(lo, hi);
+        lane_at_least(u, t, m);
+        int c = __popc(m[0] & valid0) + __popc(m[1] & valid1);
+#pragma unroll
+        for (int o = 1; o < G; o *= 2) c += __shfl_xor_sync(kFullMask, c, o);
+        const float lo0 = lo, hi0 = hi;
+        if (live && c == k) {
+          lo = t;
+          live = false;
+        } else if (live) {
+          if (c < k)
+            hi = t;
+          else
+            lo = t;
+          live = !bracket_unchanged(lo, hi, lo0, hi0);
+        }
+      }
+      lane_at_least(u, lo, m);
+      const uint32_t m0 = m[0] & valid0, m1 = m[1] & valid1;
+      const int mc = __popc(m0) + __popc(m1);
+      const int before = lane_group_inclusive<G>(mc, l) - mc;
+      uint32_t take0 = 0u, take1 = 0u;
+      lane_take_first(m0, m1, k, before, mc, take0, take1);
+      if (__any_sync(kFullMask, ok)) okmask = emit(take0, take1, ok);
+      fallback(okmask, max_iter);
+      continue;
+    }
 #pragma unroll
     for (int o = 1; o < G; o *= 2) sa += __shfl_xor_sync(kFullMask, sa, o);
     // (Before the lift, as the sample.)
@@ -1026,7 +1175,6 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     const float upad = __shfl_sync(kFullMask, u[0], G * g);
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
     // to the fallback.
-    unsigned okmask = 0u;
     if (__any_sync(kFullMask, ok || equal)) {
       // Zero row g's counters, then count (one byte a bucket: no bucket of a row that is not
       // equal holds more than 255 of its 256 slots).
@@ -1162,94 +1310,15 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
       const uint32_t e1 = qe >= 64 ? ~0u : qe <= 32 ? 0u : (1u << (qe - 32)) - 1u;
       const uint32_t take0 = equal ? e0 : part ? a[0] : w[0];
       const uint32_t take1 = equal ? e1 : part ? a[1] : w[1];
-      const int tc = __popc(take0) + __popc(take1);
-      const int tinc = lane_group_inclusive<G>(tc, l);
-      // (The shuffle outside the && : every lane must take part in it.)
-      const int taken = __shfl_sync(kFullMask, tinc, G * g + G - 1);
-      ok = (ok || equal) && taken == k;
-      // Output indices staged in index order; rows whose count is off (none should be) fall back.
-      // Rank order (kSorted, k <= kLaneSortedMaxK<G>): the taken elements listed as rank keys
-      // instead, then each ranked against its row's list.
-      if (ok) {
-        int pos = tinc - tc;
-        lane_each_set(take0, take1, [&](int j) {
-          if constexpr (kSorted)
-            lk[pos++] = lane_member_key<kLargest>(vrow[j], kE * l + j);
-          else
-            so[kLaneOutStride * g + pos++] = uint16_t(kE * l + j);
-        });
-      }
-      if constexpr (kSorted) {
-        lane_list_pad<G>(lk, ok ? k : 0, l);
-        __syncwarp();
-        // Each taken column at its rank (k <= kLaneSortedMaxK<G>: up to 4 items a lane).
-        Col* const rl = ranked(g);
-        lane_rank_spread<G>(lk, ok ? k : 0, (k + G - 1) / G, l,
-                            [&](int rank, uint32_t c) { rl[rank] = Col(c); });
-      }
-      okmask = __ballot_sync(kFullMask, ok);
-      if constexpr (kLaneWalks<scalar_t>) {
-        // The warp's next block into L2 while this one is flushed (earlier, at the block's start
-        // or after its cut, the lines were more often gone again before their loads: notes v40).
-        const int64_t r1 = r0 + int64_t(gridDim.x) * kLaneBlockWarps * C::kRows;
-        if (r1 < rows)
-          prefetch_l2(in + r1 * cols,
-                      min(int64_t(C::kRows), rows - r1) * cols * int64_t(sizeof(scalar_t)));
-      }
-      __syncwarp();
-      // Flush: the warp's rows' k outputs are contiguous, written coalesced.
-      scalar_t* const ov = out_values + r0 * k;
-      int64_t* const oi = out_indices + r0 * k;
-      // Output c of row gg, at e; nf: the warp may hold NaN (fp16 only: re-read from the input).
-      const auto put = [&](auto nf, int gg, int c, int e) {
-        const int idx = kSorted ? int(ranked(gg)[c]) : int(so[kLaneOutStride * gg + c]);
-        const float v = sf[lane_stage_at<G>(gg, idx)];
-        ov[e] = decltype(nf)::value && v != v ? in[(r0 + gg) * cols + idx]
-                                              : lane_unstage<scalar_t, kLargest>(v);
-        oi[e] = idx;
-      };
-      const auto rows_flush = [&](auto nf) {
-        for (int gg = 0; gg < nrows; ++gg)
-          if (okmask >> (G * gg) & 1u)
-            for (int c = lane; c < k; c += 32) put(nf, gg, c, gg * k + c);
-      };
-      constexpr bool kReread = std::is_same_v<scalar_t, __half>;
-      if (!kSorted && k % 32 == 0) {
-        // Whole warp-iterations a row: the row and its ok bit warp-uniform.  (Rank order: k <= 16.)
-        if (kReread && nonfinite)
-          rows_flush(std::bool_constant<kReread>{});
-        else
-          rows_flush(std::false_type{});
-      } else {
-        for (int e = lane; e < nrows * k; e += 32) {
-          const int gg = int((uint32_t(e) * inv_k) >> 20);
-          if (okmask >> (G * gg) & 1u) put(std::bool_constant<kReread>{}, gg, e - gg * k, e);
-        }
-      }
+      okmask = emit(take0, take1, ok || equal);
     }
-    __syncwarp();  // the staging is free: the fallback's buffers go there
-    unsigned left = ~okmask & C::kFirstLanes & (nrows == C::kRows ? ~0u : (1u << (G * nrows)) - 1u);
-    while (left) {
-      const int gg = (__ffs(left) - 1) / G;
-      left &= left - 1;
-      const int64_t r = r0 + gg;
-#if defined(RTOPK_WARP_EMU)
-      if (lane == 0) rtopk_emu_note_fallback();
-#endif
-      warp_value_row<scalar_t, C::kVpt, kLargest, kSorted>(
-          in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f,
-          *reinterpret_cast<typename FB::B::Val*>(sf + FB::kValAt),
-          *reinterpret_cast<typename FB::B::Idx*>(sf + FB::kIdxAt),
-          *reinterpret_cast<typename FB::B::StageV*>(sf + FB::kOvAt),
-          *reinterpret_cast<typename FB::B::StageI*>(sf + FB::kOiAt),
-          *reinterpret_cast<typename FB::B::Sort*>(sf + FB::kSortAt));
-      __syncwarp();
-    }
+    fallback(okmask, -1);
   }
 }
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
-// Whether the lane kernel takes a launch: exact mode, k <= 128 (rank-ordered output up to
+// Whether the lane kernel takes a launch: exact mode, or max_iter with four lanes a row in index
+// order (kLaneEarly), k <= 128 (rank-ordered output up to
 // kLaneSortedMaxK<G>; fp32 from kLaneSortedWideRows rows with eight lanes, and with four past
 // kLaneSortedNarrowK), a 16-byte aligned input, and rows of 16/32-bit elements where it was
 // measured faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from
@@ -1275,9 +1344,12 @@ bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
       !(a.sorted && a.k > 1) ||
       (a.k <= sorted_max && (sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
                              (four && a.k <= kLaneSortedNarrowK)));
-  return sizeof(Compute) == 4 && exact_mode<Compute>(a) && sorted_ok &&
-         (four || eight || sixteen) && a.k <= kLaneMaxK &&
-         reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  // max_iter (no eps): four lanes a row, index order (kLaneEarly).
+  const bool early = kLaneEarly && four && a.max_iter > 0 &&
+                     !(static_cast<Compute>(a.eps) > Compute(0)) && !(a.sorted && a.k > 1);
+  return sizeof(Compute) == 4 &&
+         ((exact_mode<Compute>(a) && sorted_ok && (four || eight || sixteen)) || early) &&
+         a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
 template <typename scalar_t, int G>
@@ -1296,15 +1368,20 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
                                   sms * (256 / kLaneBlockWarps));
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
-  auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false>
-                          : lane_rows_kernel<scalar_t, G, false, false>;
+  auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false, false>
+                          : lane_rows_kernel<scalar_t, G, false, false, false>;
   if constexpr (1 < kLaneSortedMaxK<G>) {
     if (sorted)
-      kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true>
-                         : lane_rows_kernel<scalar_t, G, false, true>;
+      kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true, false>
+                         : lane_rows_kernel<scalar_t, G, false, true, false>;
+  }
+  if constexpr (kLaneEarly && G == 4) {
+    if (a.max_iter > 0)
+      kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false, true>
+                         : lane_rows_kernel<scalar_t, G, false, false, true>;
   }
   kernel<<<grid, kLaneBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
-                                                    static_cast<int>(a.k));
+                                                    static_cast<int>(a.k), a.max_iter);
 }
 
 template <typename scalar_t>
