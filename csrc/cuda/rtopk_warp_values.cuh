@@ -698,7 +698,7 @@ __device__ __forceinline__ void place_staged(int k, float* s_val, int* s_idx, co
 // already (a selection staged by the row walk) nothing moves, else each element's rank is the
 // number of staged indices below its own.
 template <int E>
-__device__ __forceinline__ bool rank_staged_by_index(int k, float* s_val, int* s_idx) {
+__device__ __forceinline__ void rank_staged_by_index(int k, float* s_val, int* s_idx) {
   const int lane = threadIdx.x & 31;
   int idx[E];
   load_words<E>(s_idx + lane * E, idx);
@@ -707,7 +707,7 @@ __device__ __forceinline__ bool rank_staged_by_index(int k, float* s_val, int* s
   for (int j = 0; j + 1 < E; ++j) ascending &= lane * E + j + 1 >= k || idx[j] < idx[j + 1];
   const int next = __shfl_down_sync(kFullMask, idx[0], 1);
   ascending &= (lane + 1) * E >= k || idx[E - 1] < next;
-  if (__all_sync(kFullMask, ascending)) return true;
+  if (__all_sync(kFullMask, ascending)) return;
   int rank[E] = {};
 #pragma unroll 4
   for (int p = 0; p < k; ++p) {
@@ -716,7 +716,6 @@ __device__ __forceinline__ bool rank_staged_by_index(int k, float* s_val, int* s
     for (int j = 0; j < E; ++j) rank[j] += int(q < idx[j]);
   }
   place_staged<E>(k, s_val, s_idx, rank, idx);
-  return true;
 }
 
 // Puts the k <= P staged elements (s_val: directed values, s_idx: indices, in any order) in rank
@@ -783,7 +782,8 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
     // lane 3-4% on randn rows, by their spills.)
     if (lo == hi) {
       if constexpr (kIndexOrder) return true;
-      return rank_staged_by_index<E>(k, s_val, s_idx);
+      rank_staged_by_index<E>(k, s_val, s_idx);
+      return true;
     }
     const float vmax = from_key<float>(hi);
     const float scale = __fdividef(kRoot, vmax - from_key<float>(lo));
