@@ -151,8 +151,8 @@ static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest 
 constexpr bool kLaneSixteen = true;
 // max_iter (Algorithm 2) on rows of 193..256 (four lanes a row, index order): the bisection's
 // counts over a lane's 64 elements (an FADD and an SHF an element a step), then the first k >= lo
-// by the take bits, where the warp kernel at 8 values a lane took 0.51-0.54 of the floor at
-// k = 16 (H200, 2^18 / 2^20 rows) against the lane kernel's exact 0.59-0.65 (notes v47).
+// by the take bits.  H200 A/B against the warp kernel at 8 values a lane (notes v48), max_iter=4:
+// 0.66-0.71x of its time at k = 16 (2^18 / 2^20 rows), 0.81x at 32, 0.90x at 64, 0.91-0.98x at 128.
 constexpr bool kLaneEarly = true;
 constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
 constexpr int kLaneSixteenMinK = 24;
