@@ -90,13 +90,13 @@ def test_bench_sorted_check(monkeypatch):
         x = bench.make_input(dist, 64, 256, torch.float32, "cpu", gen)
         assert bench.sorted_matches_torch(x, 32), dist
     x = bench.make_input("nan_mixed", 64, 256, torch.float32, "cpu", gen)
-    ranked = rtopk.topk
+    real_topk = rtopk.topk
 
     def index_order(t, k, sorted=True):
-        return ranked(t, k, sorted=False)
+        return real_topk(t, k, sorted=False)
 
     def nan_last(t, k, sorted=True):
-        v, i = ranked(t, k, sorted=True)
+        v, i = real_topk(t, k, sorted=True)
         return torch.return_types.topk((v.roll(-1, -1), i.roll(-1, -1)))
 
     for fake in (index_order, nan_last):

@@ -781,8 +781,7 @@ __device__ __forceinline__ bool bucket_sort_staged(int k, float* s_val, int* s_i
     // kernels that stage in index order anyway cost the sorting kernels at 24 and 64 values per
     // lane 3-4% on randn rows, by their spills.)
     if (lo == hi) {
-      if constexpr (kIndexOrder) return true;
-      rank_staged_by_index<E>(k, s_val, s_idx);
+      if constexpr (!kIndexOrder) rank_staged_by_index<E>(k, s_val, s_idx);
       return true;
     }
     const float vmax = from_key<float>(hi);
