@@ -277,12 +277,19 @@ __device__ __forceinline__ void lane_stage_rows(const scalar_t* __restrict__ src
   const uint4* src4 = reinterpret_cast<const uint4*>(src);
   if (nrows == C::kRows && cols == C::kCols) {
     // Every load first, then the stores: 16 (fp32) or 8 (16-bit) 16-byte loads a lane in flight.
+    // 16-bit rows in 64-element chunks: a lane's vector is 32 staging bytes (two stores), and the
+    // vectors of one chunk start 8 words apart, so a quarter warp's eight of a chunk put two lanes
+    // on each of four bank quads; with bits 2 and 3 of the lane swapped, a quarter warp stores four
+    // vectors of each of two chunks (68 words apart: the other four quads).
+    const int p = sizeof(scalar_t) == 2 && C::kE == 64
+                      ? (lane & ~12) | ((lane & 4) << 1) | ((lane & 8) >> 1)
+                      : lane;
     uint4 raw[kLoads];
 #pragma unroll
-    for (int i = 0; i < kLoads; ++i) raw[i] = __ldg(src4 + 32 * i + lane);
+    for (int i = 0; i < kLoads; ++i) raw[i] = __ldg(src4 + 32 * i + p);
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
-      const int e = (32 * i + lane) * VW;
+      const int e = (32 * i + p) * VW;
       float f[VW];
       lane_unpack<scalar_t>(raw[i], f);
 #pragma unroll
@@ -1176,12 +1183,14 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // A warp of rows none of which this path finishes (ranges out of float range) goes straight
     // to the fallback.
     if (__any_sync(kFullMask, ok || equal)) {
-      // Zero row g's counters, then count (one byte a bucket: no bucket of a row that is not
-      // equal holds more than 255 of its 256 slots).
+      // Zero the rows' counters, then count (one byte a bucket: no bucket of a row that is not
+      // equal holds more than 255 of its 256 slots).  The warp's 16-byte stores over contiguous
+      // words: a quarter warp's in distinct bank quads (each lane zeroing its own row's share put
+      // four lanes on a quad: 16 wavefronts a store instead of 4).
+      static_assert(C::kRows * C::kHistWords % 128 == 0, "whole warp stores");
 #pragma unroll
-      for (int i = 0; i < C::kLaneHistWords / 4; ++i)
-        *reinterpret_cast<uint4*>(aux + C::kHistWords * g + C::kLaneHistWords * l + 4 * i) =
-            make_uint4(0u, 0u, 0u, 0u);
+      for (int i = 0; i < C::kRows * C::kHistWords / 128; ++i)
+        *reinterpret_cast<uint4*>(aux + 128 * i + 4 * lane) = make_uint4(0u, 0u, 0u, 0u);
       __syncwarp();
       if (nonfinite) {
         // The finite elements (buckets 2..253) one atomic each; NaN, +inf and -inf (buckets 0 /
