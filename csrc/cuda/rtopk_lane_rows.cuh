@@ -711,6 +711,20 @@ __device__ __forceinline__ uint32_t lane_spare(uint32_t hbase, int g, int l) {
   return hbase + uint32_t(4 * (kLaneListAt + G * g + l) - 256 * LaneCfg<G>::kW * g);
 }
 
+// Zeroes the warp's rows' counters (the first kRows * kHistWords words of aux) by whole-warp
+// 16-byte stores over contiguous words: a quarter warp's in distinct bank quads (each lane zeroing
+// its own row's share put four lanes on a quad: 16 wavefronts a store instead of 4, notes v49).
+// Called by the whole warp.
+template <int G>
+__device__ __forceinline__ void lane_zero_counters(uint32_t* aux) {
+  using C = LaneCfg<G>;
+  static_assert(C::kRows * C::kHistWords % 128 == 0, "whole warp stores");
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < C::kRows * C::kHistWords / 128; ++i)
+    *reinterpret_cast<uint4*>(aux + 128 * i + 4 * lane) = make_uint4(0u, 0u, 0u, 0u);
+}
+
 // f(j, v) for the lane's E staged elements, read 16 bytes at a time (j a constant once unrolled).
 template <int E = kLaneE, typename F>
 __device__ __forceinline__ void lane_each(const float* vrow, F&& f) {
@@ -1184,13 +1198,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
     // to the fallback.
     if (__any_sync(kFullMask, ok || equal)) {
       // Zero the rows' counters, then count (one byte a bucket: no bucket of a row that is not
-      // equal holds more than 255 of its 256 slots).  The warp's 16-byte stores over contiguous
-      // words: a quarter warp's in distinct bank quads (each lane zeroing its own row's share put
-      // four lanes on a quad: 16 wavefronts a store instead of 4).
-      static_assert(C::kRows * C::kHistWords % 128 == 0, "whole warp stores");
-#pragma unroll
-      for (int i = 0; i < C::kRows * C::kHistWords / 128; ++i)
-        *reinterpret_cast<uint4*>(aux + 128 * i + 4 * lane) = make_uint4(0u, 0u, 0u, 0u);
+      // equal holds more than 255 of its 256 slots).
+      lane_zero_counters<G>(aux);
       __syncwarp();
       if (nonfinite) {
         // The finite elements (buckets 2..253) one atomic each; NaN, +inf and -inf (buckets 0 /
