@@ -3,7 +3,7 @@
 # Logs go under $OUT (./out when unset).  Usage: scripts/gpu_check.sh [pytest args...]
 # Environment: BENCH_GRIDS="issue2 paper" (default issue2; set and empty: no benchmark), BENCH_DTYPES="float32"
 # (default); PYTEST_S, the pytest time limit (default 420: the whole suite takes ~500 s on an H100, so pass a
-# subset or a larger limit).
+# subset or a larger limit); TEST_PATHS, what pytest collects (default tests; several paths: space-separated).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -22,7 +22,8 @@ grep -c "spill stores" "$OUT/ptxas.txt" | xargs echo "ptxas lines:"
 grep -E "[1-9][0-9]* bytes spill" "$OUT/ptxas.txt" | head -5
 start=$(date +%s)
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  timeout "${PYTEST_S:-420}" python3 -m pytest tests -q -rfE "$@" >"$OUT/pytest.log" 2>&1
+  # shellcheck disable=SC2086  # (word splitting wanted: several paths)
+  timeout "${PYTEST_S:-420}" python3 -m pytest ${TEST_PATHS:-tests} -q -rfE "$@" >"$OUT/pytest.log" 2>&1
   echo "pytest rc=$? in $(($(date +%s) - start)) s"
 fi
 if [ -f "$OUT/pytest.log" ]; then
