@@ -2,7 +2,7 @@
 # One device call for a kernel change measured against its base (notes v30): build A (this tree)
 # and B (a copy of it with the patch applied) in place, test A while B builds, test B, then
 # benchmarks/ab.py in alternating processes.  Logs under $OUT.
-# Environment (and PATCH, MAX_JOBS: scripts/ab_tree.sh):
+# Environment (and PATCH, MAX_JOBS, PREBUILT_A / PREBUILT_B: scripts/ab_tree.sh):
 #   CELLS     benchmarks/ab.py cells (default "262144x256:16,128;262144x768:16,128")
 #   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run;
 #   DISTS     row values (benchmarks/ab.py --dists, default randn)
@@ -12,7 +12,7 @@ set -uo pipefail
 # shellcheck source=scripts/ab_tree.sh
 . "$(dirname "$0")/ab_tree.sh"
 t0=$(date +%s)
-python3 setup.py build_ext --inplace >"$OUT/build_a.log" 2>&1 || { tail -40 "$OUT/build_a.log"; exit 1; }
+rtopk_build "$OUT/build_a.log" "${PREBUILT_A:-}" || { tail -40 "$OUT/build_a.log"; exit 1; }
 echo "A built: $(($(date +%s) - t0)) s"
 (build_b; echo "B build rc=$? at $(($(date +%s) - t0)) s") &
 bpid=$!

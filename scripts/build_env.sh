@@ -10,3 +10,24 @@ if [ -x /usr/bin/g++ ]; then export CC=/usr/bin/gcc CXX=/usr/bin/g++; fi
 # A warm device keeps the last call's build outputs, and the copied sources may be older than them
 # (a patched build then passes for this tree's: notes v46 item 3): always build from scratch.
 rm -rf build rtopk/_C*.so
+# shellcheck source=scripts/src_hash.sh
+. "$(dirname "${BASH_SOURCE[0]}")/src_hash.sh"
+# rtopk_build LOG [PREBUILT]: the extension in place (rtopk/_C.abi3.so), built here into LOG, or with PREBUILT
+# (a folder scripts/prebuild.sh wrote, carried to the device) its binary, after checking that it was built for
+# this torch from these sources.
+rtopk_build() {
+  local log=$1 pre=${2:-}
+  if [ -z "$pre" ]; then
+    python3 setup.py build_ext --inplace >"$log" 2>&1
+    return
+  fi
+  local want have
+  want=$(cat "$pre/stamp" 2>/dev/null)
+  have="$(python3 -c 'import torch; print(torch.__version__)') $(rtopk_src_hash)"
+  if [ "$want" != "$have" ]; then
+    echo "prebuilt $pre is for '$want', this tree is '$have': not taken" | tee "$log"
+    return 1
+  fi
+  python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+    "$pre/_C.abi3.so.xz" rtopk/_C.abi3.so && cp "$pre/build.log" "$log"
+}

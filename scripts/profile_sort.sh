@@ -7,6 +7,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 IFS=";" read -ra shapes <<<"${SHAPES:-256 128;256 16;768 64}"
 for mk in "${shapes[@]}"; do
+  # shellcheck disable=SC2086  # (word splitting wanted: "M k")
   set -- $mk
   for mode in unsorted sorted; do
     f="$OUT/ncu_${1}_${2}_${mode}.txt"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Here (no GPU): build the extension for the lent machines' torch (2.11.0+cu130, sm_90a) so that a device call
+# can skip its ~170 s build: the device scripts take the binary with PREBUILT_A / PREBUILT_B (build_env.sh's
+# rtopk_build), and a call carries the folder (run's carry: ["prebuilt"]).
+# Usage: scripts/prebuild.sh [PATCH]   -> prebuilt/a (this working tree), or with PATCH prebuilt/b (the tree
+# with the patch applied, as scripts/ab_tree.sh makes B there; A then builds on the device while B's binary is
+# tested: one binary fits a call's carry).  Each holds _C.abi3.so.xz, build.log (with ptxas's report) and stamp (the torch version and rtopk_src_hash of the sources it was built from; the device
+# refuses a binary whose stamp does not match its tree).
+# Environment: TORCH_VENV (default /tmp/v211), a venv with that torch, made here when missing (its wheel from
+# PyPI, ~530 MB; CUDA's libraries come from this machine's own torch); MAX_JOBS (default 2).
+# Timings for the issue's results files still come from builds made on the device (gpu_check.sh, card_grids.sh
+# without PREBUILT_*): a prebuilt binary is for A/B experiments and profiling.
+set -euo pipefail
+ROOT=$(git rev-parse --show-toplevel)
+cd "$ROOT"
+# shellcheck source=scripts/src_hash.sh
+. scripts/src_hash.sh
+VENV=${TORCH_VENV:-/tmp/v211}
+WANT=2.11.0+cu130
+SITE=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+NVLIBS=$(find "$SITE/nvidia" -name lib -type d 2>/dev/null | tr '\n' ':')
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  d=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$d" torch==2.11.0
+  "$VENV/bin/pip" install -q --no-deps "$d"/torch-*.whl
+  "$VENV/bin/pip" install -q "setuptools>=77" wheel ninja numpy typing_extensions filelock sympy networkx jinja2 fsspec
+  rm -rf "$d"
+fi
+have=$(LD_LIBRARY_PATH=$NVLIBS "$VENV/bin/python" -c "import torch; print(torch.__version__)")
+[ "$have" = "$WANT" ] || { echo "$VENV holds torch $have, not $WANT"; exit 1; }
+
+build_into() {  # build_into DEST [PATCH]: a copy of the working tree (tracked and untracked, not ignored)
+  local dest patch=${2:-} tree
+  dest=$(realpath -m "$1")
+  tree=$(mktemp -d)
+  git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tree"
+  if [ -n "$patch" ]; then patch -s -d "$tree" -p1 <"$patch"; fi
+  rm -rf "$dest" && mkdir -p "$dest"
+  (cd "$tree" && LD_LIBRARY_PATH=$NVLIBS TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=${MAX_JOBS:-2} RTOPK_PTXAS_VERBOSE=1 \
+    CC=/usr/bin/gcc CXX=/usr/bin/g++ "$VENV/bin/python" setup.py build_ext --inplace >"$dest/build.log" 2>&1) ||
+    { tail -30 "$dest/build.log"; return 1; }
+  # (Host debug sections stripped, the kernels' line info kept; xz: ~36 MB of 69, and a call carries 64 MiB
+  # in all, so one binary a call.)
+  strip --strip-debug "$tree"/rtopk/_C.abi3.so
+  xz -T0 -6 -c "$tree"/rtopk/_C.abi3.so >"$dest/_C.abi3.so.xz"
+  printf '%s %s\n' "$WANT" "$(cd "$tree" && rtopk_src_hash)" >"$dest/stamp"
+  rm -rf "$tree"
+  echo "$dest: $(du -h "$dest/_C.abi3.so.xz" | cut -f1), $(cat "$dest/stamp")"
+}
+
+if [ $# -ge 1 ]; then build_into prebuilt/b "$(realpath "$1")"; else build_into prebuilt/a; fi
