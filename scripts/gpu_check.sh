@@ -2,7 +2,7 @@
 # One call on the GPU machine: build (with the ptxas resource report), run the tests, benchmark.
 # Logs go under $OUT (./out when unset).  Usage: scripts/gpu_check.sh [pytest args...]
 # Environment: BENCH_GRIDS="issue2 paper" (default issue2; set and empty: no benchmark), BENCH_DTYPES="float32"
-# (default); PYTEST_S, the pytest time limit (default 420: the whole suite takes ~500 s on an H100, so pass a
+# (default); PYTEST_S, the pytest time limit (default 420: the whole suite takes ~630 s on an H100, so pass a
 # subset or a larger limit); TEST_PATHS, what pytest collects (default tests; several paths: space-separated).
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
