@@ -9,8 +9,8 @@
 # build_b builds B in place, logs to $OUT/build_b.log.
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
-ROOT=$PWD  # (read by the scripts that source this one)
-export ROOT
+# shellcheck disable=SC2034  # (read by the scripts that source this one)
+ROOT=$PWD
 SED_B=${SED_B:-}
 PATCH=$(realpath -m "${PATCH:-ab/b.patch}")
 PREBUILT_A=${PREBUILT_A:+$(realpath -m "$PREBUILT_A")}

@@ -3,9 +3,10 @@
 # can skip its ~170 s build: the device scripts take the binary with PREBUILT_A / PREBUILT_B (build_env.sh's
 # rtopk_build), and a call carries the folder (run's carry: ["prebuilt"]).
 # Usage: scripts/prebuild.sh [PATCH]   -> prebuilt/a (this working tree), or with PATCH prebuilt/b (the tree
-# with the patch applied, as scripts/ab_tree.sh makes B there; A then builds on the device while B's binary is
-# tested: one binary fits a call's carry).  Each holds _C.abi3.so.xz, build.log (with ptxas's report) and stamp (the torch version and rtopk_src_hash of the sources it was built from; the device
-# refuses a binary whose stamp does not match its tree).
+# with the patch applied, as scripts/ab_tree.sh makes B there).  One binary fits a call's carry; prebuilt/a is
+# the one that saves time in ab_call.sh, which builds A before it starts B's build beside A's tests.  Each folder
+# holds _C.abi3.so.xz, build.log (with ptxas's report) and stamp (the torch version and rtopk_src_hash of the
+# sources it was built from; the device refuses a binary whose stamp does not match its tree).
 # Environment: TORCH_VENV (default /tmp/v211), a venv with that torch, made here when missing (its wheel from
 # PyPI, ~530 MB; CUDA's libraries come from this machine's own torch); MAX_JOBS (default 2).
 # Timings for the results files still come from builds made on the device (gpu_check.sh, card_grids.sh
