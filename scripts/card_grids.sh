@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One device call for the results files: build in place, then `python -m rtopk.bench` grids with their JSON named
+# One device call for the results files: build in place (or take PREBUILT), then `python -m rtopk.bench` grids with their JSON named
 # as benchmarks/results/ holds them (<card>-<grid>_<dtype>.json, <card>: H200 or H100), then scripts/slow_rows.py.
 # Logs and JSON under $OUT.  Exits 3 before building when the lent card is not an H200, unless ANY_CARD=1 (the
 # issue's targets are the H200's; an H100's grids go to H100.md only).
 # Environment: GD, grid:dtype pairs (default "paper:float32 adversarial:float32 paper:bfloat16"); GT, seconds a grid
-# (default 170); SLOW, scripts/slow_rows.py cells (default "1048576x256:16,64"; empty: none).
+# (default 170); SLOW, scripts/slow_rows.py cells (default "1048576x256:16,64"; empty: none); PREBUILT, a folder
+# scripts/prebuild.sh wrote for this tree (the call carries it) to take instead of building (~150 s less).
 # Then, here: copy the JSON into benchmarks/results/ and `python benchmarks/results_md.py FILES` for the sections.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
@@ -24,8 +25,8 @@ export PYTHONPATH=$PWD
 # shellcheck source=scripts/build_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
 t0=$(date +%s)
-python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-echo "built: $(($(date +%s) - t0)) s"
+rtopk_build "$OUT/build.log" "${PREBUILT:-}" || { tail -30 "$OUT/build.log"; exit 1; }
+echo "built${PREBUILT:+ (prebuilt $PREBUILT: $(cat "$PREBUILT/stamp"))}: $(($(date +%s) - t0)) s"
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git rev-parse --short HEAD 2>/dev/null
   python3 -c "import torch; print(torch.__version__, torch.version.cuda)"; } >"$OUT/gpu.txt" 2>&1
 for gd in ${GD:-paper:float32 adversarial:float32 paper:bfloat16}; do
