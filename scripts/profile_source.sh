@@ -20,6 +20,7 @@ rows = list(csv.reader(open(sys.argv[1], errors="replace")))
 # With cuda,sass each SASS row carries its CUDA line number and text; sum the metrics by line.
 head = None
 ins, st, text, fname = collections.Counter(), collections.Counter(), {}, None
+seen, ui, us = set(), 0.0, 0.0  # instruction addresses counted once: the kernel's totals
 for r in rows:
     if len(r) == 2 and r[0] in ("File Name", "File Path"):
         fname = r[1].split("/")[-1]
@@ -38,14 +39,19 @@ for r in rows:
         s = float(r[cs].replace(",", "") or 0) if cs is not None else 0.0
     except ValueError:
         continue
-    if not r[0].strip():  # the unattributed row repeats the kernel's total
+    if not r[0].strip():  # a SASS row, listed under each line of its inline stack: counted once
+        if r[2].startswith("0x") and r[2] not in seen:
+            seen.add(r[2])
+            ui += n
+            us += s
         continue
     key = (fname, r[0])
     ins[key] += n
     st[key] += s
     text.setdefault(key, r[1][:80])
 ti, ts = sum(ins.values()), sum(st.values())
-print(f"total instructions {ti:.0f}  stall samples {ts:.0f}")
+# A line's figures include the instructions inlined from it (a helper's line and its callers' both count them).
+print(f"total instructions {ui:.0f}  stall samples {us:.0f}  (summed over lines, inlining counted twice: {ti:.0f})")
 for key in sorted(ins, key=lambda x: (x[0] or "", int(x[1]) if x[1].isdigit() else 0)):
     if ins[key] > 0.002 * ti or st[key] > 0.005 * ts:
         print(f"{key[0]}:{key[1]:>5} {ins[key]:>12.0f} {st[key]:>8.0f}  {text[key]}")
