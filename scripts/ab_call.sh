@@ -6,7 +6,8 @@
 #   CELLS     benchmarks/ab.py cells (default "262144x256:16,128;262144x768:16,128")
 #   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run;
 #   DISTS     row values (benchmarks/ab.py --dists, default randn)
-#   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py)
+#   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py);
+#             PYTEST_K, their -k expression (default "not cpu")
 #   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B
 set -uo pipefail
 # shellcheck source=scripts/ab_tree.sh
@@ -17,11 +18,11 @@ echo "A built: $(($(date +%s) - t0)) s"
 (build_b; echo "B build rc=$? at $(($(date +%s) - t0)) s") &
 bpid=$!
 # shellcheck disable=SC2086
-timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "not cpu" >"$OUT/pytest_a.log" 2>&1
+timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" >"$OUT/pytest_a.log" 2>&1
 echo "tests A rc=$?: $(tail -1 "$OUT/pytest_a.log")"
 wait $bpid
 # shellcheck disable=SC2086  # (word splitting wanted: several test files)
-(cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "not cpu" >"$OUT/pytest_b.log" 2>&1
+(cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" >"$OUT/pytest_b.log" 2>&1
  echo "tests B rc=$?: $(tail -1 "$OUT/pytest_b.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_b.log" | head)
 for f in a b; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
 # (The k largest, then with SMALLEST=1 the k smallest.)
