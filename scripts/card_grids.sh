@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call for the results files: build in place (or take PREBUILT), then `python -m rtopk.bench` grids with their JSON named
-# as benchmarks/results/ holds them (<card>-<grid>_<dtype>.json, <card>: H200 or H100), then scripts/slow_rows.py.
+# One device call for the results files: build in place (or take PREBUILT), then `python -m rtopk.bench` grids with
+# their JSON named as benchmarks/results/ holds them (<card>-<grid>_<dtype>.json, <card>: H200 or H100), then
+# scripts/slow_rows.py.
 # Logs and JSON under $OUT.  Exits 3 before building when the lent card is not an H200, unless ANY_CARD=1 (the
 # issue's targets are the H200's; an H100's grids go to H100.md only).
 # Environment: GD, grid:dtype pairs (default "paper:float32 adversarial:float32 paper:bfloat16"); GT, seconds a grid
