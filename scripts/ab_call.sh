@@ -22,7 +22,8 @@ timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "${PYTEST_K:-n
 echo "tests A rc=$?: $(tail -1 "$OUT/pytest_a.log")"
 wait $bpid
 # shellcheck disable=SC2086  # (word splitting wanted: several test files)
-(cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" >"$OUT/pytest_b.log" 2>&1
+(cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" \
+   >"$OUT/pytest_b.log" 2>&1
  echo "tests B rc=$?: $(tail -1 "$OUT/pytest_b.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_b.log" | head)
 for f in a b; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
 # (The k largest, then with SMALLEST=1 the k smallest.)
