@@ -9,8 +9,8 @@
 # sources it was built from; the device refuses a binary whose stamp does not match its tree).
 # Environment: TORCH_VENV (default /tmp/v211), a venv with that torch, made here when missing (its wheel from
 # PyPI, ~530 MB; CUDA's libraries come from this machine's own torch); MAX_JOBS (default 2).
-# Timings for the results files still come from builds made on the device (gpu_check.sh, card_grids.sh
-# without PREBUILT_*): a prebuilt binary is for A/B experiments and profiling.
+# The binary is the tree's own (its stamp is checked on the device): A/B experiments, profiling and the results
+# grids (card_grids.sh / grids_or.sh with PREBUILT) take it; the whole suite (gpu_check.sh) still builds there.
 set -euo pipefail
 ROOT=$(git rev-parse --show-toplevel)
 cd "$ROOT"
