@@ -26,8 +26,9 @@ for v in a b; do
       --metrics smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum \
       python3 scripts/profile_one.py "$M" "$K" - "${MODE:-unsorted}" >"$rep" 2>&1)
     echo "== $v M=$M k=$K"
-    grep -E "Duration|smsp__inst_executed.sum|Issued Warp Per Scheduler|No Eligible|Achieved Occupancy|Registers Per|Warp Cycles Per Issued|DRAM Throughput|Compute \(SM\)|Eligible Warps" \
-      "$rep" | sed 's/  */ /g'
+    pat="Duration|smsp__inst_executed.sum|Issued Warp Per Scheduler|No Eligible|Achieved Occupancy|Registers Per"
+    pat+="|Warp Cycles Per Issued|DRAM Throughput|Compute \\(SM\\)|Eligible Warps"
+    grep -E "$pat" "$rep" | sed 's/  */ /g'
   done
 done
 # (The device tool returns at most 8 files: all of them in one tarball, alone when there are more.)

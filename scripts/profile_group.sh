@@ -16,4 +16,6 @@ timeout 240 ncu --kernel-name "regex:$KERNEL" --launch-skip 1 --launch-count 1 \
 ncu -i "$rep.ncu-rep" --page details >"$rep.txt" 2>&1
 ncu -i "$rep.ncu-rep" --page source --csv --print-source cuda,sass 2>/dev/null | gzip -c >"$rep.src.csv.gz"
 rm -f "$rep.ncu-rep"
-grep -E "Duration|Memory Throughput|DRAM Throughput|Issue Slots|Issued Warp|Eligible|Active Warps|Achieved Occ|Theoretical Occ|Stall|No Eligible|Registers|Executed Ipc" "$rep.txt" | head -40
+pat="Duration|Memory Throughput|DRAM Throughput|Issue Slots|Issued Warp|Eligible|Active Warps|Achieved Occ"
+pat+="|Theoretical Occ|Stall|No Eligible|Registers|Executed Ipc"
+grep -E "$pat" "$rep.txt" | head -40

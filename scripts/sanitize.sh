@@ -13,9 +13,11 @@ for tool in memcheck racecheck initcheck synccheck; do
   # racecheck is ~50x slower: the float32 half of the paths (the kernels are dtype-generic).
   [ "$tool" = racecheck ] && extra=(--racecheck-report all) && select=(-k "float32 or other")
   timeout 300 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 --print-limit 20 \
-    python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider "${select[@]}" >"$OUT/sanitizer_$tool.log" 2>&1
+    python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider "${select[@]}" \
+    >"$OUT/sanitizer_$tool.log" 2>&1
   rc=$?
   [ $rc -ne 0 ] && status=1
-  echo "$tool (rc=$rc): $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" "$OUT/sanitizer_$tool.log" | tr '\n' ' ')
+  echo "$tool (rc=$rc): $summary"
 done
 exit $status
