@@ -76,20 +76,28 @@ struct LaneCfg {
 // (Buckets recomputed from the staging at each pass instead of held in registers, for 96 registers
 // and 20 warps an SM instead of 16: 1.03-1.07x the time, notes v37.)
 // After the staging, per warp: the rows' 256 counters (64 * kW words a row, the rows' counters at
-// 256 * kW-byte steps: an atomic's word address is one OR), then the member lists (32 64-bit keys
-// a row; while counting, their first 32 words are the lanes' spare words, lane_spare); the output
-// indices (kLaneOutStride a row, 16-bit) reuse both once b*'s members are ranked.
-constexpr int kLaneListAt = 512;
-static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneListAt &&
-                  LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneListAt &&
-                  LaneCfg<16>::kRows * LaneCfg<16>::kHistWords <= kLaneListAt,
-              "the rows' counters fit the first part");
+// 256 * kW-byte steps: an atomic's word address is one OR).  Each row's member list (32 64-bit
+// keys) lies over its own counters once they are read (after the cut and the crowded levels); the
+// output indices (kLaneOutStride a row, Col) over all of them once b*'s members are ranked.  The
+// lanes' spare words and take-bit words lie in the staging's padding (words kE..kE + 3 of each
+// lane's chunk: lane_pad).  So a warp needs 10.5 KB, and ten blocks of two warps fit an SM.
+constexpr int kLaneAuxWords = 512;
+static_assert(LaneCfg<4>::kRows * LaneCfg<4>::kHistWords == kLaneAuxWords &&
+                  LaneCfg<8>::kRows * LaneCfg<8>::kHistWords == kLaneAuxWords &&
+                  LaneCfg<16>::kRows * LaneCfg<16>::kHistWords <= kLaneAuxWords,
+              "the rows' counters fit the aux words");
 static_assert(LaneCfg<16>::kRows * LaneCfg<16>::kRowWords <= kLaneStageWords, "staging fits");
 constexpr int kLaneOutStride = kLaneMaxK + 8;
-constexpr int kLaneAuxWords = kLaneListAt + 8 * 64;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
-constexpr int kLaneMinBlocks = 8;  // (__launch_bounds__: the registers)
+// Blocks an SM (__launch_bounds__): 10 (96 registers, 20 warps an SM) for the max_iter instances
+// (no spills at 96) and the sixteen-lane rows, 8 (128 registers, 16 warps) for the others, whose
+// exact instances lost 3-12% at 96 registers (20-56 bytes of spills).  H100 against the 12.5 KB
+// layout at 16 warps (notes v52): exact fp32 0.87-0.99 of the time at rows of 256 (16 warps
+// still), bf16 0.93-0.98; max_iter=4 bf16 0.89-0.97, fp32 0.96-0.99 at k = 16 but 1.02-1.03 at
+// k = 64 / 128; sixteen lanes fp32 0.98-1.03, bf16 0.94-0.96.
+template <int G, bool kEarly>
+constexpr int kLaneMinBlocks = kEarly || G == 16 ? 10 : 8;
 // fp32 rows: about kLaneWalk blocks of rows a warp, each warp's next block prefetched into L2 as
 // it flushes the current one (launch_lane_rows_g).  H200 (notes v40): fp32 exact
 // 0.93-0.97 of the time at 2^18 and 2^20 rows of 256 (fewer rows: no walk, unchanged); bf16
@@ -98,11 +106,19 @@ constexpr int kLaneMinBlocks = 8;  // (__launch_bounds__: the registers)
 constexpr int kLaneWalk = 4;
 template <typename scalar_t>
 constexpr bool kLaneWalks = sizeof(scalar_t) == 4;
-static_assert(8 * kLaneOutStride / 2 <= kLaneAuxWords, "output staging fits");
+template <int G>
+constexpr bool lane_out_fits() {
+  return LaneCfg<G>::kRows * kLaneOutStride * int(sizeof(typename LaneCfg<G>::Col)) <=
+         4 * kLaneAuxWords;
+}
+static_assert(lane_out_fits<4>() && lane_out_fits<8>() && lane_out_fits<16>(),
+              "output staging fits");
 // Rank-ordered output (kSorted): each row's taken elements as 64-bit keys in its member list (32
 // keys), ranked pairwise (k^2 / G compares a lane); the columns in rank order in the row's counter
-// words from kLaneRankedAt on (a byte a column with four lanes a row, two with eight).
-constexpr int kLaneRankedAt = 32;  // (words from the row's counters)
+// words from kLaneRankedAt on (a byte a column with four lanes a row, two with eight), past the
+// list's kLaneSortedMaxK keys.
+template <int G>
+constexpr int kLaneRankedAt = LaneCfg<G>::kHistWords / 2;  // (words from the row's counters)
 // The largest k whose rank-ordered output the lane kernel gives, by lanes a row; above it the
 // sorted call takes the warp kernel.  Four lanes (H100, 2^18 rows of 256): k = 8 0.82x, 16 0.93x,
 // 24 1.04x, 32 1.10x of its time (notes v36).  Eight lanes (half the compares a lane; H100, rows
@@ -119,8 +135,8 @@ constexpr int kLaneSortedNarrowK = 16;
 constexpr int64_t kLaneSortedWideRows = int64_t(1) << 17;
 template <int G>
 constexpr bool lane_sorted_fits() {
-  return kLaneSortedMaxK<G> <= 32 &&
-         kLaneRankedAt * 4 + kLaneSortedMaxK<G> * int(sizeof(typename LaneCfg<G>::Col)) <=
+  return kLaneSortedMaxK<G> <= 32 && 2 * kLaneSortedMaxK<G> <= kLaneRankedAt<G> &&
+         kLaneRankedAt<G> * 4 + kLaneSortedMaxK<G> * int(sizeof(typename LaneCfg<G>::Col)) <=
              4 * LaneCfg<G>::kHistWords;
 }
 static_assert(lane_sorted_fits<4>() && lane_sorted_fits<8>() && lane_sorted_fits<16>(),
@@ -703,12 +719,18 @@ __device__ __forceinline__ void lane_count_class(uint32_t hbase, uint32_t bits, 
   lane_red(p ? hbase | lane_counter_word<W>(bits) : spare,
            W == 1 || p ? lane_counter_one<W>(bits) : lane_byte_at(bits, 1u));
 }
-// The spare word of lane l of row g (row g's counters at hbase): word G g + l of the member lists,
-// which are written after the counts.  (From hbase where it is used: one register less across the
-// kernel.)
+// The lane's four padding words after its kE staged elements (vrow: its chunk), which nothing
+// stages: its spare word (one of them, chosen so that the 32 lanes' spare words fall in distinct
+// banks: chunk starts are 4 mod 32 words apart at 68 or 52 words a chunk) and, once the counts
+// are done, its two take-bit words (the first two).
 template <int G>
-__device__ __forceinline__ uint32_t lane_spare(uint32_t hbase, int g, int l) {
-  return hbase + uint32_t(4 * (kLaneListAt + G * g + l) - 256 * LaneCfg<G>::kW * g);
+__device__ __forceinline__ uint32_t* lane_pad(const float* vrow) {
+  return reinterpret_cast<uint32_t*>(const_cast<float*>(vrow)) + LaneCfg<G>::kE;
+}
+template <int G>
+__device__ __forceinline__ uint32_t lane_spare(const float* vrow) {
+  const int lane = threadIdx.x & 31;
+  return uint32_t(__cvta_generic_to_shared(lane_pad<G>(vrow) + ((lane >> 3) & 3)));
 }
 
 // Zeroes the warp's rows' counters (the first kRows * kHistWords words of aux) by whole-warp
@@ -774,7 +796,7 @@ static __device__ __noinline__ LaneCrowd lane_crowded(const float* vrow, uint32_
                                                       uint32_t hbase, uint32_t a0, uint32_t a1,
                                                       uint32_t m0, uint32_t m1, int nn, int need,
                                                       bool crowded, bool tied, int g, int l) {
-  const uint32_t spare = lane_spare<G>(hbase, g, l);
+  const uint32_t spare = lane_spare<G>(vrow);
   const float ub = __uint_as_float(lane_ubits(g));  // (the map's base: the row's rotation)
   bool act = crowded, resolved = false;
   uint32_t r0 = 0u, r1 = 0u;  // the members left to the caller's ranking, once resolved
@@ -909,7 +931,7 @@ __device__ __forceinline__ void lane_rank_spread(const uint2* lk, int n, int per
 }
 
 template <typename scalar_t, int G, bool kLargest, bool kSorted, bool kEarly>
-__global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
+__global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<G, kEarly>)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                      int64_t max_iter) {
@@ -929,12 +951,13 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
   // Byte address of row g's counters; the 2^23 of u drops out of its low byte.
   const uint32_t hbase = uint32_t(__cvta_generic_to_shared(aux)) + 256u * W * uint32_t(g);
 
-  uint2* const lk = reinterpret_cast<uint2*>(aux + kLaneListAt + 64 * g);  // member keys
+  // Member keys, over the row's counters.
+  uint2* const lk = reinterpret_cast<uint2*>(aux + C::kHistWords * g);
   using Col = typename C::Col;
-  uint16_t* const so = reinterpret_cast<uint16_t*>(aux);  // output indices, kLaneOutStride a row
+  Col* const so = reinterpret_cast<Col*>(aux);  // output indices, kLaneOutStride a row
   // (Sorted output: row rr's columns in rank order.)
   const auto ranked = [&](int rr) {
-    return reinterpret_cast<Col*>(aux + C::kHistWords * rr + kLaneRankedAt);
+    return reinterpret_cast<Col*>(aux + C::kHistWords * rr + kLaneRankedAt<G>);
   };
   const int npad = C::kCols - cols;
   // The last lane's slots from cols - kE (G - 1) on are padding.
@@ -989,7 +1012,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
           if constexpr (kSorted)
             lk[pos++] = lane_member_key<kLargest>(vrow[j], kE * l + j);
           else
-            so[kLaneOutStride * g + pos++] = uint16_t(kE * l + j);
+            so[kLaneOutStride * g + pos++] = Col(kE * l + j);
         });
       }
       if constexpr (kSorted) {
@@ -1206,13 +1229,12 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // 255, 1, 254: equal keys, one counter each) into the lane's spare word, a byte each
         // (bucket & 3), then added at once: one atomic an element on a single counter would
         // serialise the lanes of rows of NaN or -inf.
-        uint32_t* const spare_w = aux + kLaneListAt + lane;  // (lane_spare's word)
+        uint32_t* const spare_w = lane_pad<G>(vrow) + ((lane >> 3) & 3);  // (lane_spare's word)
         *spare_w = 0u;
 #pragma unroll
         for (int j = 0; j < kE; ++j) {
           const uint32_t bits = __float_as_uint(u[j]);
-          lane_count_class<W>(hbase, bits, ok && bits - (ubits + 2u) < 252u,
-                              lane_spare<G>(hbase, g, l));
+          lane_count_class<W>(hbase, bits, ok && bits - (ubits + 2u) < 252u, lane_spare<G>(vrow));
         }
         const uint32_t cls = *spare_w;  // (this lane's own atomics: in order)
         const uint32_t cb[3] = {ubits + (kLargest ? 0u : 255u), ubits + 1u, ubits + 254u};
@@ -1280,8 +1302,9 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         const int mc = __popc(mem0) + __popc(mem1);
         const int before = lane_group_inclusive<G>(mc, l) - mc;
         int pos = before;
-        uint32_t* const tw = aux + C::kHistWords * g;
-        *reinterpret_cast<uint2*>(tw + 2 * l) = make_uint2(0u, 0u);
+        // (Take-bit words: lane o's two at lane_pad of its chunk, o * kChunk words from the row's.)
+        uint32_t* const tw = lane_pad<G>(vrow) - C::kChunk * l;
+        *reinterpret_cast<uint2*>(tw + C::kChunk * l) = make_uint2(0u, 0u);
         // The members listed, their range on the way.
         float lo = __int_as_float(0x7f800000), hi = -lo;
         lane_each_set(mem0, mem1, [&](int j) {
@@ -1308,19 +1331,16 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks)
         // warp's most (at most 32 members a row).
         lane_rank_spread<G>(lk, nl, __reduce_max_sync(kFullMask, (nl + G - 1) / G), l,
                             [&](int rank, uint32_t c) {
-                              if constexpr (kE == 64) {
-                                if (rank < need) atomicOr(tw + c / 32, 1u << (c % 32));
-                              } else {  // (column c: element c % kE of lane c / kE)
-                                const uint32_t cj = c % kE;
-                                if (rank < need)
-                                  atomicOr(tw + 2 * (c / kE) + cj / 32, 1u << (cj % 32));
-                              }
+                              // (Column c: element c % kE of lane c / kE.)
+                              const uint32_t cj = c % kE;
+                              if (rank < need)
+                                atomicOr(tw + C::kChunk * (c / kE) + cj / 32, 1u << (cj % 32));
                             });
         __syncwarp();
-        const uint2 tb = *reinterpret_cast<const uint2*>(tw + 2 * l);
+        const uint2 tb = *reinterpret_cast<const uint2*>(tw + C::kChunk * l);
         a[0] |= tb.x;
         a[1] |= tb.y;
-        __syncwarp();  // (the words are reused by the output staging)
+        __syncwarp();  // (the lists' words are reused by the output staging)
       }
       // (An equal row: lane l's first k - 64 l real elements.)
       const int qe = min(max(k - kE * l, 0), nreal);
@@ -1383,8 +1403,9 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   const bool sorted = 1 < kLaneSortedMaxK<G> && a.sorted && a.k > 1;
   const int64_t sms = std::max(a.num_sms, 1);
   const int64_t walk = kLaneWalks<scalar_t> ? kLaneWalk : 1;
-  const int64_t grid64 = std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks * walk),
-                                  sms * (256 / kLaneBlockWarps));
+  const int64_t grid64 =
+      std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks<G, false> * walk),
+               sms * (256 / kLaneBlockWarps));
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
   auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false, false>
                           : lane_rows_kernel<scalar_t, G, false, false, false>;
