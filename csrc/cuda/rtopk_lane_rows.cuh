@@ -721,8 +721,9 @@ __device__ __forceinline__ void lane_count_class(uint32_t hbase, uint32_t bits, 
 }
 // The lane's four padding words after its kE staged elements (vrow: its chunk), which nothing
 // stages: its spare word (one of them, chosen so that the 32 lanes' spare words fall in distinct
-// banks: chunk starts are 4 mod 32 words apart at 68 or 52 words a chunk) and, once the counts
-// are done, its two take-bit words (the first two).
+// banks: at 68 or 52 words a chunk, lanes 0..7's chunks start in eight distinct multiples of four
+// banks and lane + 8's in lane's) and, once the counts are done, its two take-bit words (the
+// first two).
 template <int G>
 __device__ __forceinline__ uint32_t* lane_pad(const float* vrow) {
   return reinterpret_cast<uint32_t*>(const_cast<float*>(vrow)) + LaneCfg<G>::kE;
