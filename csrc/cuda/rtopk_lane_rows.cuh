@@ -729,9 +729,14 @@ __device__ __forceinline__ uint32_t* lane_pad(const float* vrow) {
   return reinterpret_cast<uint32_t*>(const_cast<float*>(vrow)) + LaneCfg<G>::kE;
 }
 template <int G>
-__device__ __forceinline__ uint32_t lane_spare(const float* vrow) {
+__device__ __forceinline__ uint32_t* lane_spare_word(const float* vrow) {
   const int lane = threadIdx.x & 31;
-  return uint32_t(__cvta_generic_to_shared(lane_pad<G>(vrow) + ((lane >> 3) & 3)));
+  return lane_pad<G>(vrow) + ((lane >> 3) & 3);
+}
+// (Its byte address, for the atomics.)
+template <int G>
+__device__ __forceinline__ uint32_t lane_spare(const float* vrow) {
+  return uint32_t(__cvta_generic_to_shared(lane_spare_word<G>(vrow)));
 }
 
 // Zeroes the warp's rows' counters (the first kRows * kHistWords words of aux) by whole-warp
@@ -1230,7 +1235,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<G, kEarly
         // 255, 1, 254: equal keys, one counter each) into the lane's spare word, a byte each
         // (bucket & 3), then added at once: one atomic an element on a single counter would
         // serialise the lanes of rows of NaN or -inf.
-        uint32_t* const spare_w = lane_pad<G>(vrow) + ((lane >> 3) & 3);  // (lane_spare's word)
+        uint32_t* const spare_w = lane_spare_word<G>(vrow);
         *spare_w = 0u;
 #pragma unroll
         for (int j = 0; j < kE; ++j) {
@@ -1303,9 +1308,10 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<G, kEarly
         const int mc = __popc(mem0) + __popc(mem1);
         const int before = lane_group_inclusive<G>(mc, l) - mc;
         int pos = before;
-        // (Take-bit words: lane o's two at lane_pad of its chunk, o * kChunk words from the row's.)
-        uint32_t* const tw = lane_pad<G>(vrow) - C::kChunk * l;
-        *reinterpret_cast<uint2*>(tw + C::kChunk * l) = make_uint2(0u, 0u);
+        // Take-bit words: the lane's two at its lane_pad; lane o's kChunk * (o - l) words away.
+        uint32_t* const own_tw = lane_pad<G>(vrow);
+        uint32_t* const tw = own_tw - C::kChunk * l;  // (lane 0's)
+        *reinterpret_cast<uint2*>(own_tw) = make_uint2(0u, 0u);
         // The members listed, their range on the way.
         float lo = __int_as_float(0x7f800000), hi = -lo;
         lane_each_set(mem0, mem1, [&](int j) {
@@ -1338,7 +1344,7 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<G, kEarly
                                 atomicOr(tw + C::kChunk * (c / kE) + cj / 32, 1u << (cj % 32));
                             });
         __syncwarp();
-        const uint2 tb = *reinterpret_cast<const uint2*>(tw + C::kChunk * l);
+        const uint2 tb = *reinterpret_cast<const uint2*>(own_tw);
         a[0] |= tb.x;
         a[1] |= tb.y;
         __syncwarp();  // (the lists' words are reused by the output staging)
