@@ -90,14 +90,15 @@ static_assert(LaneCfg<16>::kRows * LaneCfg<16>::kRowWords <= kLaneStageWords, "s
 constexpr int kLaneOutStride = kLaneMaxK + 8;
 constexpr int kLaneWarpWords = kLaneStageWords + kLaneAuxWords;
 constexpr int kLaneBlockWarps = 2;
-// Blocks an SM (__launch_bounds__): 10 (96 registers, 20 warps an SM) for the max_iter instances
-// (no spills at 96) and the sixteen-lane rows, 8 (128 registers, 16 warps) for the others, whose
-// exact instances lost 3-12% at 96 registers (20-56 bytes of spills).  H100 against the 12.5 KB
-// layout at 16 warps (notes v52): exact fp32 0.87-0.99 of the time at rows of 256 (16 warps
-// still), bf16 0.93-0.98; max_iter=4 bf16 0.89-0.97, fp32 0.96-0.99 at k = 16 but 1.02-1.03 at
-// k = 64 / 128; sixteen lanes fp32 0.98-1.03, bf16 0.94-0.96.
-template <int G, bool kEarly>
-constexpr int kLaneMinBlocks = kEarly || G == 16 ? 10 : 8;
+// Blocks an SM (__launch_bounds__): 10 (96 registers, 20 warps an SM) for the 16-bit max_iter
+// and sixteen-lane instances, 8 (128 registers, 16 warps) for the others: the exact four- and
+// eight-lane instances lost 3-12% at 96 registers (20-56 bytes of spills), and at 16 warps the
+// fp32 max_iter and sixteen-lane instances took 0.95-1.00 / 0.93-0.98 of their time at 20, the
+// 16-bit sixteen-lane ones 1.03-1.04 (H100, notes v52).  Against the 12.5 KB layout at 16 warps:
+// exact fp32 0.87-0.99 of the time at rows of 256 (16 warps still), bf16 0.93-0.98; max_iter=4
+// bf16 0.89-0.97 (20 warps).
+template <typename scalar_t, int G, bool kEarly>
+constexpr int kLaneMinBlocks = sizeof(scalar_t) == 2 && (kEarly || G == 16) ? 10 : 8;
 // fp32 rows: about kLaneWalk blocks of rows a warp, each warp's next block prefetched into L2 as
 // it flushes the current one (launch_lane_rows_g).  H200 (notes v40): fp32 exact
 // 0.93-0.97 of the time at 2^18 and 2^20 rows of 256 (fewer rows: no walk, unchanged); bf16
@@ -937,7 +938,7 @@ __device__ __forceinline__ void lane_rank_spread(const uint2* lk, int n, int per
 }
 
 template <typename scalar_t, int G, bool kLargest, bool kSorted, bool kEarly>
-__global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<G, kEarly>)
+__global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<scalar_t, G, kEarly>)
     lane_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                      int64_t max_iter) {
@@ -1410,9 +1411,9 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   const bool sorted = 1 < kLaneSortedMaxK<G> && a.sorted && a.k > 1;
   const int64_t sms = std::max(a.num_sms, 1);
   const int64_t walk = kLaneWalks<scalar_t> ? kLaneWalk : 1;
-  const int64_t grid64 =
-      std::min(std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks<G, false> * walk),
-               sms * (256 / kLaneBlockWarps));
+  const int64_t grid64 = std::min(
+      std::max((wanted + walk - 1) / walk, sms * kLaneMinBlocks<scalar_t, G, false> * walk),
+      sms * (256 / kLaneBlockWarps));
   const unsigned grid = static_cast<unsigned>(std::min(wanted, grid64));
   auto kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false, false>
                           : lane_rows_kernel<scalar_t, G, false, false, false>;
