@@ -73,8 +73,7 @@ def emu_checked(exe, tmp, x, ks, lanes, label):
 def emu_notes(exe, tmp, x, k, lanes, largest, sort, grid, max_iter=-1):
     """The kernel's outputs and its counters: fallback_rows (rows left to the warp kernel's row body),
     tail_warps (warps mapped by their values' keys) and offset_warps (finite warps mapped by lane_map, not by the
-    one-FFMA map: a row too far from 0 for its span).  max_iter > 0: the max_iter instance (four lanes a row, index
-    order)."""
+    one-FFMA map: a row too far from 0 for its span).  max_iter > 0: the max_iter instance (index order)."""
     rows, cols = x.shape
     paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
     x.contiguous().view(INTS[x.dtype]).numpy().tofile(paths[0])
@@ -122,20 +121,23 @@ def test_lane_kernel_emulated(emulator, tmp_path, dtype, lanes, M, sort):
             assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
 
 
-@pytest.mark.parametrize("M", [256, 193, 230])
+EARLY = [(4, M) for M in (256, 193, 230)] + [(8, 512), (8, 470), (16, 768), (16, 733)]
+
+
+@pytest.mark.parametrize("lanes,M", EARLY, ids=[f"G{g}_M{m}" for g, m in EARLY])
 @pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
-def test_lane_kernel_emulated_max_iter(emulator, tmp_path, dtype, M):
-    """The max_iter instance (four lanes a row, index order): rows of every kind side by side, against the CPU
-    backend bit for bit, and its finite rows against the plain-torch Algorithm 2 too; max_iter from one step to far
-    past the bracket's last move.  Only rows with NaN or +-inf go to the fallback (make_plan there)."""
-    gen = torch.Generator().manual_seed(M * 5 + list(DTYPES).index(dtype))
+def test_lane_kernel_emulated_max_iter(emulator, tmp_path, dtype, lanes, M):
+    """The max_iter instances (index order): rows of every kind side by side, against the CPU backend bit for bit,
+    and its finite rows against the plain-torch Algorithm 2 too; max_iter from one step to far past the bracket's
+    last move.  Only rows with NaN or +-inf go to the fallback (make_plan there)."""
+    gen = torch.Generator().manual_seed(M * 5 + lanes + list(DTYPES).index(dtype))
     x = lane_inputs(M, dtype, gen)
     finite = torch.isfinite(x).all(-1)
-    for k in (1, 16, 64, 128):
+    for k in (1, 16, 64, 128) if lanes == 4 else (16, 40, 128):
         for max_iter in (1, 4, 13, 10**12):
             for largest in (True, False):
-                ctx = f"M={M} k={k} max_iter={max_iter} largest={largest} dtype={dtype}"
-                ov, oi, notes = emu_notes(emulator, tmp_path, x, k, 4, largest, False, 2, max_iter)
+                ctx = f"G={lanes} M={M} k={k} max_iter={max_iter} largest={largest} dtype={dtype}"
+                ov, oi, notes = emu_notes(emulator, tmp_path, x, k, lanes, largest, False, 2, max_iter)
                 rv, ri = rtopk.topk(x, k, -1, largest, False, max_iter=max_iter)
                 bad = (oi != ri).any(-1).nonzero().flatten().tolist()
                 assert not bad, f"indices differ from the CPU backend in rows {bad[:8]}: {ctx}"

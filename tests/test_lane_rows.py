@@ -267,6 +267,20 @@ def test_lane_rows_sorted_eight_lanes(dtype):
             check_sorted(x, k, f"M={M} k={k} dtype={dtype}")
 
 
+def check_max_iter(x, xc, k, max_iter, ctx):
+    """rtopk.rtopk (k largest) and rtopk.topk(largest=False, sorted=False) at max_iter on the device rows x against
+    the CPU backend on their copy xc, values and indices bit for bit."""
+    for largest in (True, False):
+        if largest:
+            got, ref = rtopk.rtopk(x, k, max_iter=max_iter), rtopk.rtopk(xc, k, max_iter=max_iter)
+        else:
+            got = rtopk.topk(x, k, largest=False, sorted=False, max_iter=max_iter)
+            ref = rtopk.topk(xc, k, largest=False, sorted=False, max_iter=max_iter)
+        where = f"{'largest' if largest else 'smallest'} {ctx}"
+        assert torch.equal(got[1].cpu(), ref[1]), where
+        assert torch.equal(bits(got[0].cpu()), bits(ref[0])), where
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_lane_rows_max_iter(dtype):
     """max_iter at 193..256 elements (the four-lane kernel's max_iter instance, index order: rtopk.rtopk for the k
@@ -285,15 +299,27 @@ def test_lane_rows_max_iter(dtype):
             xkc = xk.cpu()
             for max_iter in (1, 4, 13, 10**12) if not many else (4, 10**12):
                 ctx = f"M={M} k={k} rows={xk.shape[0]} max_iter={max_iter} dtype={dtype}"
-                got = rtopk.rtopk(xk, k, max_iter=max_iter)
-                ref = rtopk.rtopk(xkc, k, max_iter=max_iter)
-                assert torch.equal(got[1].cpu(), ref[1]), ctx
-                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
-                got = rtopk.topk(xk, k, largest=False, sorted=False, max_iter=max_iter)
-                ref = rtopk.topk(xkc, k, largest=False, sorted=False, max_iter=max_iter)
-                assert torch.equal(got[1].cpu(), ref[1]), f"smallest {ctx}"
-                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), f"smallest {ctx}"
+                check_max_iter(xk, xkc, k, max_iter, ctx)
             if not many:
                 got = rtopk.topk(x, k, sorted=True, max_iter=4)
                 ref = rtopk.topk(xc, k, sorted=True, max_iter=4)
                 assert torch.equal(got[1].cpu(), ref[1]), f"rank order M={M} k={k} dtype={dtype}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_max_iter_wide(dtype):
+    """max_iter with eight lanes a row (480..512 elements from EIGHT_ROWS rows) and sixteen (721..768 from WIDE_ROWS
+    rows, k > 24, 16-bit rows; fp32 ones take the warp kernel, checked the same way): every kind in runs across
+    warps, both directions, against the CPU backend bit for bit, from one step to far past the bracket's last move;
+    rows with NaN or +-inf go to the fallback's make_plan."""
+    gen = torch.Generator().manual_seed(83 + DTYPES.index(dtype))
+    kinds = ["randn", "coarse", "ties", "equal", "signed_zeros", "nan", "inf", "near_max", "denormal", "few_ulps",
+             "heavy_tail", "ascending"]
+    for M, ks in ((512, (16, 64, 128)), (488, (40,)), (768, (40, 128)), (744, (25,))):
+        x = torch.cat([lane_rows(kind, (37, M), dtype, gen) for kind in kinds])
+        x = dispatched(x[torch.randperm(x.shape[0], generator=gen)])
+        xc = x.cpu()
+        for k in ks:
+            for max_iter in (1, 4, 10**12):
+                ctx = f"M={M} k={k} rows={x.shape[0]} max_iter={max_iter} dtype={dtype}"
+                check_max_iter(x, xc, k, max_iter, ctx)

@@ -23,9 +23,10 @@
 //   rank order (kSorted, rtopk.topk's sorted=True, k <= 16 with four lanes a row, 32 with eight):
 //           the taken elements listed as keys (value, then index), each ranked by its count of
 //           larger keys (pairwise: cheap for small k only: kLaneSortedMaxK; notes v36).
-//   max_iter (kEarly, four lanes a row, index order: kLaneEarly): Algorithm 2's steps on the
-//           lanes' own elements (a count of those >= the midpoint a step, summed over the row's
-//           lanes), then the row's first k elements >= lo by the take bits; no buckets.
+//   max_iter (kEarly, index order: kLaneEarly; sixteen lanes for 16-bit rows only): Algorithm
+//           2's steps on the lanes' own elements (a count of those >= the midpoint a step, summed
+//           over the row's lanes), then the row's first k elements >= lo by the take bits; no
+//           buckets.
 // NaN and +-inf get buckets of their own (a warp with any of them maps its rows so), rows of one
 // key take their first k.  Rows this path does not finish (a finite range beyond float range, a
 // subnormal range, b* still crowded after the levels) are left to the value kernel's row body
@@ -166,10 +167,13 @@ static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest 
 // the kernel is dispatched (notes v46: fp32 0.90-0.98x, bf16 0.80-0.90x of the warp kernel's time
 // at 2^17-2^20 x 768, k = 32..128): from kLaneSixteenRows rows, k > kLaneSixteenMinK.
 constexpr bool kLaneSixteen = true;
-// max_iter (Algorithm 2) on rows of 193..256 (four lanes a row, index order): the bisection's
-// counts over a lane's 64 elements (an FADD and an SHF an element a step), then the first k >= lo
-// by the take bits.  H200 A/B against the warp kernel at 8 values a lane (notes v48), max_iter=4:
-// 0.66-0.71x of its time at k = 16 (2^18 / 2^20 rows), 0.81x at 32, 0.90x at 64, 0.91-0.98x at 128.
+// max_iter (Algorithm 2, index order) on the rows exact mode gives this path: the bisection's
+// counts over a lane's elements (an FADD and an SHF an element a step), then the first k >= lo by
+// the take bits.  H200 A/B against the warp kernel, max_iter=4: four lanes (notes v48) 0.66-0.71x
+// of its time at k = 16 (2^18 / 2^20 rows), 0.81x at 32, 0.90x at 64, 0.91-0.98x at 128; eight
+// lanes (rows of 512, notes v53) fp32 0.78-0.90x at k = 16..128 from 2^18 rows (2^16: 0.86x at
+// k = 16, 0.99x at 128), bf16 0.66-0.85x; sixteen lanes (768) bf16 0.92-0.96x, but fp32 1.05-1.07x
+// at 2^18 rows (0.98x at 2^20): fp32 rows of 768 keep the warp kernel.
 constexpr bool kLaneEarly = true;
 constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
 constexpr int kLaneSixteenMinK = 24;
@@ -1363,8 +1367,8 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<scalar_t,
 }
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
-// Whether the lane kernel takes a launch: exact mode, or max_iter with four lanes a row in index
-// order (kLaneEarly), k <= 128 (rank-ordered output up to
+// Whether the lane kernel takes a launch: exact mode, or max_iter in index order on the same rows
+// (kLaneEarly; sixteen lanes a row for 16-bit rows only), k <= 128 (rank-ordered output up to
 // kLaneSortedMaxK<G>; fp32 from kLaneSortedWideRows rows with eight lanes, and with four past
 // kLaneSortedNarrowK), a 16-byte aligned input, and rows of 16/32-bit elements where it was
 // measured faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from
@@ -1390,9 +1394,10 @@ bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
       !(a.sorted && a.k > 1) ||
       (a.k <= sorted_max && (sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
                              (four && a.k <= kLaneSortedNarrowK)));
-  // max_iter (no eps): four lanes a row, index order (kLaneEarly).
-  const bool early = kLaneEarly && four && a.max_iter > 0 &&
-                     !(static_cast<Compute>(a.eps) > Compute(0)) && !(a.sorted && a.k > 1);
+  // max_iter (no eps): the shapes exact mode takes, index order (kLaneEarly).
+  const bool early = kLaneEarly && (four || eight || (sixteen && sizeof(scalar_t) == 2)) &&
+                     a.max_iter > 0 && !(static_cast<Compute>(a.eps) > Compute(0)) &&
+                     !(a.sorted && a.k > 1);
   return sizeof(Compute) == 4 &&
          ((exact_mode<Compute>(a) && sorted_ok && (four || eight || sixteen)) || early) &&
          a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
@@ -1422,7 +1427,7 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
       kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true, false>
                          : lane_rows_kernel<scalar_t, G, false, true, false>;
   }
-  if constexpr (kLaneEarly && G == 4) {
+  if constexpr (kLaneEarly && (G != 16 || sizeof(scalar_t) == 2)) {
     if (a.max_iter > 0)
       kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false, true>
                          : lane_rows_kernel<scalar_t, G, false, false, true>;

@@ -1,7 +1,7 @@
 // The lane kernel (csrc/cuda/rtopk_lane_rows.cuh) on the warp emulator: reads rows from a file,
 // runs lane_rows_kernel<T, G, largest, sorted, early> over a grid of blocks, writes the outputs
 // (poisoned first: unwritten slots show).  Driven by tests/test_lane_emu.py.  MAX_ITER > 0: the
-// max_iter instance (four lanes a row, index order only), else exact.
+// max_iter instance (index order only), else exact.
 //   lane_emu DTYPE(f32|f16|bf16) G(4|8|16) LARGEST(0|1) SORTED(0|1) MAX_ITER ROWS COLS K GRID IN
 //            OUT_V OUT_I
 #include <string>
@@ -26,10 +26,8 @@ template <typename T, int G>
 void run_dir(bool largest, bool sorted, int64_t max_iter, int64_t rows, int cols, int k,
              unsigned grid, char** files) {
   if (max_iter > 0) {
-    if constexpr (G == 4) {
-      if (largest) run<T, G, true, false, true>(rows, cols, k, max_iter, grid, files);
-      if (!largest) run<T, G, false, false, true>(rows, cols, k, max_iter, grid, files);
-    }
+    if (largest) run<T, G, true, false, true>(rows, cols, k, max_iter, grid, files);
+    if (!largest) run<T, G, false, false, true>(rows, cols, k, max_iter, grid, files);
     return;
   }
   if (largest && sorted) run<T, G, true, true>(rows, cols, k, -1, grid, files);
@@ -59,8 +57,8 @@ int main(int argc, char** argv) {
   const int g = std::atoi(argv[2]);
   const bool largest = std::atoi(argv[3]) != 0, sorted = std::atoi(argv[4]) != 0;
   const int64_t max_iter = std::atoll(argv[5]);
-  if (max_iter > 0 && (g != 4 || sorted)) {
-    std::fprintf(stderr, "MAX_ITER > 0: four lanes a row, index order only\n");
+  if (max_iter > 0 && sorted) {
+    std::fprintf(stderr, "MAX_ITER > 0: index order only\n");
     return 2;
   }
   const int64_t rows = std::atoll(argv[6]);
