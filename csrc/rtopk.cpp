@@ -17,6 +17,15 @@ namespace {
 std::atomic<bool> g_poison_outputs{false};
 void set_debug_poison(bool enabled) { g_poison_outputs.store(enabled); }
 
+std::atomic<int> g_lane_mode{0};
+void set_debug_lane_rows(int64_t mode) {
+  TORCH_CHECK(mode >= 0 && mode <= 2,
+              "_set_debug_lane_rows: mode must be 0 (measured dispatch), 1 (lane kernels wherever "
+              "the row shape allows) or 2 (never), got ",
+              mode);
+  g_lane_mode.store(static_cast<int>(mode));
+}
+
 void check_dtype_and_mode(const char* op, bool drop_in, const at::Tensor& t, int64_t max_iter,
                           double eps) {
   const auto dtype = t.scalar_type();
@@ -96,6 +105,8 @@ void solve_rows(RowProblem& p, RowSolver solve) {
 }
 }  // namespace
 
+int debug_lane_mode() { return g_lane_mode.load(std::memory_order_relaxed); }
+
 std::tuple<at::Tensor, at::Tensor> run_rtopk(const at::Tensor& values, int64_t k, int64_t max_iter,
                                              double eps, RowSolver solve) {
   check_dtype_and_mode("rtopk", false, values, max_iter, eps);
@@ -149,6 +160,7 @@ TORCH_LIBRARY(rtopk, m) {
       "topk(Tensor self, int k, int dim=-1, bool largest=True, bool sorted=True, int max_iter=-1, "
       "float eps=0.0) -> (Tensor values, Tensor indices)");
   m.def("_set_debug_poison(bool enabled) -> ()", &rtopk::set_debug_poison);
+  m.def("_set_debug_lane_rows(int mode) -> ()", &rtopk::set_debug_lane_rows);
 }
 
 // `import rtopk._C` loads this shared library, which runs the registrations above.

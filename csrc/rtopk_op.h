@@ -23,6 +23,11 @@ struct RowProblem {
   bool sorted_done;  // set by a solver that sorted its outputs itself
 };
 
+// Test and tuning hook (torch.ops.rtopk._set_debug_lane_rows): 0, the lane kernels where they
+// were measured faster (the default); 1, wherever their row shapes allow, whatever the number
+// of rows or k; 2, never.  Answers are the same in every mode; only the kernel changes.
+int debug_lane_mode();
+
 // A backend: fills p.values / p.indices for p.rows >= 1 and p.k >= 1, on p.input's device.
 using RowSolver = void (*)(RowProblem& p);
 

@@ -323,3 +323,34 @@ def test_lane_rows_max_iter_wide(dtype):
             for max_iter in (1, 4, 10**12):
                 ctx = f"M={M} k={k} rows={x.shape[0]} max_iter={max_iter} dtype={dtype}"
                 check_max_iter(x, xc, k, max_iter, ctx)
+
+
+@pytest.fixture
+def lane_mode():
+    """torch.ops.rtopk._set_debug_lane_rows for one test, back to the measured dispatch (0) after it."""
+    yield torch.ops.rtopk._set_debug_lane_rows
+    torch.ops.rtopk._set_debug_lane_rows(0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_lane_rows_forced_dispatch(dtype, lane_mode):
+    """The tuning hook (benchmarks/dispatch.py): with the lane kernels taken wherever their row shapes allow (mode 1),
+    also at row counts and k the dispatch leaves to the warp kernel (few rows, k <= 24 with sixteen lanes, k > 64
+    with four, rank order of fp32 rows), and with them never taken (mode 2), every kind of row, both directions,
+    exact, rank order and max_iter, against the CPU backend bit for bit."""
+    gen = torch.Generator().manual_seed(97 + DTYPES.index(dtype))
+    kinds = ["randn", "coarse", "ties", "nan", "inf", "few_ulps", "heavy_tail", "ascending"]
+    cases = [(256, 100, False, None), (230, 12, True, None), (512, 16, False, None), (488, 24, True, None),
+             (512, 40, False, 4), (768, 16, False, None), (744, 24, False, None), (768, 20, False, 4)]
+    for M, k, sort, max_iter in cases:
+        x = torch.cat([lane_rows(kind, (11, M), dtype, gen) for kind in kinds])
+        x = x[torch.randperm(x.shape[0], generator=gen)]
+        xc = x.cpu()
+        for largest in (True, False):
+            ref = rtopk.topk(xc, k, largest=largest, sorted=sort, max_iter=max_iter)
+            for mode in (1, 2):
+                lane_mode(mode)
+                got = rtopk.topk(x, k, largest=largest, sorted=sort, max_iter=max_iter)
+                ctx = f"mode={mode} M={M} k={k} sorted={sort} max_iter={max_iter} largest={largest} dtype={dtype}"
+                assert torch.equal(got[1].cpu(), ref[1]), ctx
+                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx

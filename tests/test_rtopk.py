@@ -252,6 +252,23 @@ def test_bad_input_raises(device):
         assert msg in str(info.value), str(info.value)
 
 
+def test_debug_lane_rows_hook():
+    """The dispatch tuning hook (benchmarks/dispatch.py) takes 0, 1 or 2 and names the allowed values otherwise; the
+    CPU backend's answers do not depend on it."""
+    x = make_rows("randn", (40, 256), torch.float32, "cpu", torch.Generator().manual_seed(5))
+    ref = rtopk.rtopk(x, 16)
+    for bad in (-1, 3):
+        with pytest.raises(RuntimeError, match=r"mode must be 0 \(measured dispatch\), 1 .* or 2 \(never\)"):
+            torch.ops.rtopk._set_debug_lane_rows(bad)
+    try:
+        for mode in (1, 2, 0):
+            torch.ops.rtopk._set_debug_lane_rows(mode)
+            got = rtopk.rtopk(x, 16)
+            assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1]), mode
+    finally:
+        torch.ops.rtopk._set_debug_lane_rows(0)
+
+
 def test_device_without_kernel_raises():
     x = torch.randn(4, 8).to_sparse()
     with pytest.raises(RuntimeError, match="rtopk"):

@@ -22,7 +22,8 @@ void run(RowProblem& p, int num_sms, cudaStream_t stream) {
     p.indices.copy_(at::arange(p.cols, p.indices.options()));
     p.sorted_done = false;
   } else {
-    const RowLaunch args{p.rows, p.cols, p.k, p.max_iter, p.eps, p.largest, p.sorted, num_sms};
+    const RowLaunch args{p.rows,    p.cols,   p.k,     p.max_iter,       p.eps,
+                         p.largest, p.sorted, num_sms, debug_lane_mode()};
     p.sorted_done =
         launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
                                reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),

@@ -1374,27 +1374,34 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<scalar_t,
 // measured faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from
 // 2^17 rows (notes v32); kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from
 // 2^15 rows, or 2^14 with k > 32 (notes v41, v45), once kLaneEight; 721..768 (sixteen lanes) in
-// whole vectors from kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42, v46).
+// whole vectors from kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42, v46).  The
+// tuning hook (a.lane_mode, torch.ops.rtopk._set_debug_lane_rows): 1 drops the thresholds on rows
+// and k (the row lengths, k <= 128, the rank-order caps and max_iter's instances stay), 2 never
+// takes this path; benchmarks/dispatch.py times both in one process.
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
+  if (a.lane_mode == 2) return false;
+  const bool any = a.lane_mode == 1;
   const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols &&
-                    (a.k <= 64 || a.rows >= (int64_t(1) << 17));
+                    (any || a.k <= 64 || a.rows >= (int64_t(1) << 17));
   const bool vectors = a.cols % (16 / int64_t(sizeof(scalar_t))) == 0;
-  const bool eight = kLaneEight && vectors &&
-                     (a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14))) &&
-                     a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
-  const bool sixteen = kLaneSixteen && vectors && a.rows >= kLaneSixteenRows &&
-                       a.k > kLaneSixteenMinK && a.cols >= LaneCfg<16>::kMinCols &&
-                       a.cols <= LaneCfg<16>::kCols;
+  const bool eight =
+      kLaneEight && vectors &&
+      (any || a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14))) &&
+      a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
+  const bool sixteen = kLaneSixteen && vectors &&
+                       (any || (a.rows >= kLaneSixteenRows && a.k > kLaneSixteenMinK)) &&
+                       a.cols >= LaneCfg<16>::kMinCols && a.cols <= LaneCfg<16>::kCols;
   const int sorted_max = four    ? kLaneSortedMaxK<4>
                          : eight ? kLaneSortedMaxK<8>
                                  : kLaneSortedMaxK<16>;
   const bool sorted_ok =
       !(a.sorted && a.k > 1) ||
-      (a.k <= sorted_max && (sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
+      (a.k <= sorted_max && (any || sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
                              (four && a.k <= kLaneSortedNarrowK)));
-  // max_iter (no eps): the shapes exact mode takes, index order (kLaneEarly).
+  // max_iter (no eps): the shapes exact mode takes, index order (kLaneEarly; fp32 rows of 768 have
+  // no sixteen-lane max_iter instance).
   const bool early = kLaneEarly && (four || eight || (sixteen && sizeof(scalar_t) == 2)) &&
                      a.max_iter > 0 && !(static_cast<Compute>(a.eps) > Compute(0)) &&
                      !(a.sorted && a.k > 1);

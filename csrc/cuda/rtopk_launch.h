@@ -18,6 +18,7 @@ struct RowLaunch {
   bool largest;  // false: the k smallest, NaN ranked last
   bool sorted;   // rank order wanted
   int num_sms;
+  int lane_mode;  // 0: the measured dispatch; 1: lane kernels wherever shapes allow; 2: none
 };
 
 // Rows of at most this many elements come out in rank order at no extra cost (the rank kernel of
