@@ -175,6 +175,10 @@ constexpr bool kLaneSixteen = true;
 // k = 16, 0.99x at 128), bf16 0.66-0.85x; sixteen lanes (768) bf16 0.92-0.96x, but fp32 1.05-1.07x
 // at 2^18 rows (0.98x at 2^20): fp32 rows of 768 keep the warp kernel.
 constexpr bool kLaneEarly = true;
+// Which shapes have a max_iter instance (the dispatch and the launch read this one rule: a max_iter
+// launch of a shape without one would run the exact instance).
+template <typename scalar_t, int G>
+constexpr bool kLaneEarlyAt = kLaneEarly && (G != 16 || sizeof(scalar_t) == 2);
 constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
 constexpr int kLaneSixteenMinK = 24;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
@@ -1400,9 +1404,9 @@ bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
       !(a.sorted && a.k > 1) ||
       (a.k <= sorted_max && (any || sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
                              (four && a.k <= kLaneSortedNarrowK)));
-  // max_iter (no eps): the shapes exact mode takes, index order (kLaneEarly; fp32 rows of 768 have
-  // no sixteen-lane max_iter instance).
-  const bool early = kLaneEarly && (four || eight || (sixteen && sizeof(scalar_t) == 2)) &&
+  // max_iter (no eps): the shapes exact mode takes that have a max_iter instance, index order.
+  const bool early = ((four && kLaneEarlyAt<scalar_t, 4>) || (eight && kLaneEarlyAt<scalar_t, 8>) ||
+                      (sixteen && kLaneEarlyAt<scalar_t, 16>)) &&
                      a.max_iter > 0 && !(static_cast<Compute>(a.eps) > Compute(0)) &&
                      !(a.sorted && a.k > 1);
   return sizeof(Compute) == 4 &&
@@ -1434,7 +1438,7 @@ void launch_lane_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
       kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, true, false>
                          : lane_rows_kernel<scalar_t, G, false, true, false>;
   }
-  if constexpr (kLaneEarly && (G != 16 || sizeof(scalar_t) == 2)) {
+  if constexpr (kLaneEarlyAt<scalar_t, G>) {
     if (a.max_iter > 0)
       kernel = a.largest ? lane_rows_kernel<scalar_t, G, true, false, true>
                          : lane_rows_kernel<scalar_t, G, false, false, true>;
