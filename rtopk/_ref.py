@@ -6,6 +6,12 @@ import torch
 from torch import Tensor
 
 
+def int_view(x: Tensor) -> Tensor:
+    """A floating tensor as integers of its width (contiguous): gathers and comparisons that keep NaN payloads
+    and -0.0 (gathering bf16 directly can rewrite NaN payloads)."""
+    return x.contiguous().view({2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])
+
+
 def rtopk_ref(x: Tensor, k: int) -> Tuple[Tensor, Tensor]:
     """Exact top-k along the last dimension with rtopk's tie rule.
 
@@ -25,9 +31,7 @@ def rtopk_ref(x: Tensor, k: int) -> Tuple[Tensor, Tensor]:
     nan_first = torch.sort(is_nan.gather(-1, order).to(torch.int8), dim=-1, descending=True, stable=True)
     order = order.gather(-1, nan_first.indices)
     indices = torch.sort(order[..., :k], dim=-1).values
-    # Gather through an integer view: gathering bf16 directly can rewrite NaN payloads.
-    view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
-    return x.contiguous().view(view).gather(-1, indices).view(x.dtype), indices
+    return int_view(x).gather(-1, indices).view(x.dtype), indices
 
 
 def rtopk_early_stop_ref(x: Tensor, k: int, max_iter: int) -> Tuple[Tensor, Tensor]:
@@ -70,6 +74,5 @@ def topk_ref(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     order = order.gather(-1, nan_rank.indices)[..., :k]
     if not sorted:
         order = torch.sort(order, dim=-1).values
-    view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()]
-    values = xm.contiguous().view(view).gather(-1, order).view(x.dtype)
+    values = int_view(xm).gather(-1, order).view(x.dtype)
     return values.movedim(-1, dim).contiguous(), order.movedim(-1, dim).contiguous()

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import rtopk  # noqa: F401  (registers torch.ops.rtopk)
+from rtopk._ref import int_view
 
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device"))]
@@ -97,8 +98,7 @@ TAIL_KINDS = ["heavy_tail", "outliers", "cube", "lognormal", "cauchy", "heavy_ti
 
 def bits(t):
     """Integer view of a floating tensor, for bit-exact comparisons (NaN payloads, -0.0)."""
-    view = {2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()]
-    return t.contiguous().view(view)
+    return int_view(t)
 
 
 def check_invariants(x, k, values, indices, ctx=""):
