@@ -1,11 +1,11 @@
 """Rows of 193..256 elements in exact mode, which the CUDA backend gives to its lane kernel (four lanes a row,
 eight rows a warp; rows it does not finish -- NaN, +-inf, equal elements, crowded buckets -- go to the warp kernel's
 row body in the same launch), and rows of 449..512 and 721..768, where the kernel's eight-lane shape takes
-launches (kLaneEight: 480..512 in whole 16-byte vectors from 2^15 rows) and its sixteen-lane shape takes them
-(kLaneSixteen: 721..768 from 2^17 rows and k > 24): against the plain-torch reference bit for bit, in
+launches (kLaneEight: 480..512 in whole 16-byte vectors from 2^14 rows) and its sixteen-lane shape takes them
+(kLaneSixteen: 721..768 from 2^16 rows at k > 24, 2^18 at every k): against the plain-torch reference bit for bit, in
 index order (largest by rtopk.rtopk, smallest by rtopk.topk) and in rank order (rtopk.topk sorted, both directions),
 row lengths that change the padding or the load path, row counts not a multiple of the rows a warp, k on both sides
-of 64 (above it the four-lane kernel takes only launches of 2^17+ rows), and warps whose rows mix the fast path and
+of 64 (above it the four-lane kernel takes only launches of 2^14+ rows, 2^17+ with max_iter), and warps whose rows mix the fast path and
 the fallback.
 The emulator (test_lane_emu.py) runs every shape of the kernel, dispatched or not.  Skipped without CUDA."""
 
@@ -28,10 +28,10 @@ LENGTHS += [449, 470, 480, 488, 496, 500, 511, 512]
 LENGTHS += [744, 768]
 KINDS = ["randn", "coarse", "ties", "equal", "signed_zeros", "inf", "nan", "all_nan", "neg_inf_heavy", "near_max",
          "denormal", "few_ulps", "heavy_tail", "outliers", "ascending"]
-MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^17 rows on
-EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^15 rows on (k > 32: 2^14)
-# The sixteen-lane kernel takes launches from 2^17 rows; so does the eight-lane kernel's rank order for fp32 rows
-# (16-bit rows: from EIGHT_ROWS).
+MANY = 2**17 + 3  # k > 64 takes the four-lane kernel from 2^14 rows on, with max_iter from 2^17
+EIGHT_ROWS = 2**15  # the eight-lane kernel takes launches from 2^14 rows on
+# The sixteen-lane kernel takes exact launches from 2^16 rows at k > 24 (2^18 at every k), max_iter ones (16-bit
+# rows) from 2^17.
 WIDE_ROWS = 2**17
 # Row offsets from 0 (c + randn rows): the finite map takes one FFMA an element where every row of a warp has |top|
 # under 2^22 / 253 (~16600) of its span, lane_map otherwise (notes v45); offsets on both sides of that bound (5e4 and
@@ -256,13 +256,13 @@ def test_lane_rows_sorted_ties(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 def test_lane_rows_sorted_eight_lanes(dtype):
-    """Rank order in the eight-lane kernel (k <= 32; fp32 from WIDE_ROWS rows): randn, coarse and tied rows, NaN and
+    """Rank order in the eight-lane kernel (k <= 32): randn, coarse and tied rows, NaN and
     -inf mixed in (the fallback in the same warps), both directions; k = 33 takes the warp kernel."""
     gen = torch.Generator().manual_seed(61 + DTYPES.index(dtype))
     for M in (512, 488):
         kinds = ["randn", "coarse", "ties", "nan", "heavy_tail", "neg_inf_heavy", "randn"]
         x = torch.cat([lane_rows(kind, (149, M), dtype, gen) for kind in kinds])  # 1043 rows, kinds in runs
-        x = x.repeat(-(-(WIDE_ROWS + 3) // x.shape[0]), 1)[: WIDE_ROWS + 3]
+        x = x.repeat(-(-(EIGHT_ROWS + 3) // x.shape[0]), 1)[: EIGHT_ROWS + 3]
         for k in (5, 16, 17, 24, 31, 32, 33):
             check_sorted(x, k, f"M={M} k={k} dtype={dtype}")
 
@@ -309,7 +309,7 @@ def test_lane_rows_max_iter(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_lane_rows_max_iter_wide(dtype):
     """max_iter with eight lanes a row (480..512 elements from EIGHT_ROWS rows) and sixteen (721..768 from WIDE_ROWS
-    rows, k > 24, 16-bit rows; fp32 ones take the warp kernel, checked the same way): every kind in runs across
+    rows, 16-bit rows; fp32 ones take the warp kernel, checked the same way): every kind in runs across
     warps, both directions, against the CPU backend bit for bit, from one step to far past the bracket's last move;
     rows with NaN or +-inf go to the fallback's make_plan."""
     gen = torch.Generator().manual_seed(83 + DTYPES.index(dtype))

@@ -18,10 +18,11 @@ SLOW_ROW_BOUND = 2.0
 # (rows, row length, k): the lane kernel with four lanes a row (256; also at 2^18 and 2^20 rows, where randn rows
 # cost least per row: heavy tails took 2.1-2.2x there before their warps were mapped by keys, notes v44), the
 # lane kernel with eight lanes a row (512; k = 16 at 2^18 rows too: few distinct values sent its atomics to two banks
-# until the rows' counters were rotated, 2.0-2.2x, notes v45), the warp-per-row kernel (768 at 2^16 rows), the lane
-# kernel with sixteen lanes a row (2^17 rows of 768, k > 24: kLaneSixteen, notes v46) and the kernels of longer rows (2048, 8192).
-SHAPES = [(2**16, 256, 64), (2**18, 256, 64), (2**20, 256, 64), (2**16, 512, 64), (2**18, 512, 16), (2**16, 768, 64),
-          (2**17, 768, 64), (2**15, 2048, 128), (2**13, 8192, 128)]
+# until the rows' counters were rotated, 2.0-2.2x, notes v45), the warp-per-row kernel (768 at 2^16 rows, k <= 24), the
+# lane kernel with sixteen lanes a row (rows of 768, k > 24: 2^17 rows, kLaneSixteen, notes v46; 2^16 and 2^14 rows,
+# notes v54) and the kernels of longer rows (2048, 8192).
+SHAPES = [(2**16, 256, 64), (2**18, 256, 64), (2**20, 256, 64), (2**16, 512, 64), (2**18, 512, 16), (2**16, 768, 16),
+          (2**14, 768, 64), (2**16, 768, 64), (2**17, 768, 64), (2**15, 2048, 128), (2**13, 8192, 128)]
 
 
 @pytest.fixture(scope="module")

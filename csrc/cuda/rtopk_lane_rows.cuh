@@ -126,15 +126,14 @@ constexpr int kLaneRankedAt = LaneCfg<G>::kHistWords / 2;  // (words from the ro
 // 24 1.04x, 32 1.10x of its time (notes v36).  Eight lanes (half the compares a lane; H100, rows
 // of 512, k = 24..32): bf16 0.87-0.92x of its time, fp32 0.98-0.99x from 2^18 rows but 1.08x at
 // 2^16 (the rank-ordered fp32 instances did not prefetch then, kLaneWalks), and at k = 16 too
-// fp32 1.02x / 1.07x at 2^14 / 2^16 rows (0.96x at 2^18; bf16 0.88-0.98x): only 16-bit rows and
-// fp32 launches of kLaneSortedWideRows rows (notes v42, v45).  Sixteen lanes: none (they take k >
-// kLaneSixteenMinK only; 1: no rank-ordered instances).
+// fp32 1.02x / 1.07x at 2^14 / 2^16 rows (0.96x at 2^18; bf16 0.88-0.98x), so fp32 took it from
+// 2^17 rows only (notes v42, v45); on the H200 since the prefetch, fp32 0.81-0.93x at 2^14 / 2^16
+// rows, k = 16 / 32 (notes v54): every launch the eight-lane kernel takes.  Sixteen lanes: none
+// (1: no rank-ordered instances).
 template <int G>
 constexpr int kLaneSortedMaxK = G == 4   ? 16
                                 : G == 8 ? 32
                                          : 1;
-constexpr int kLaneSortedNarrowK = 16;
-constexpr int64_t kLaneSortedWideRows = int64_t(1) << 17;
 template <int G>
 constexpr bool lane_sorted_fits() {
   return kLaneSortedMaxK<G> <= 32 && 2 * kLaneSortedMaxK<G> <= kLaneRankedAt<G> &&
@@ -165,7 +164,7 @@ static_assert(kLaneEightMinCols >= LaneCfg<8>::kMinCols, "the kernel's shortest 
 // few ulps 2.03x, two values 2.00x; the bound of tests/test_slow_rows.py is 2x).  With the map
 // of notes v44 and the rotated counters of v45 the worst is 1.64x (bf16 two values, k = 32) and
 // the kernel is dispatched (notes v46: fp32 0.90-0.98x, bf16 0.80-0.90x of the warp kernel's time
-// at 2^17-2^20 x 768, k = 32..128): from kLaneSixteenRows rows, k > kLaneSixteenMinK.
+// at 2^17-2^20 x 768, k = 32..128); on the H200 the launches of kLaneMinRows below (notes v54).
 constexpr bool kLaneSixteen = true;
 // max_iter (Algorithm 2, index order) on the rows exact mode gives this path: the bisection's
 // counts over a lane's elements (an FADD and an SHF an element a step), then the first k >= lo by
@@ -179,8 +178,24 @@ constexpr bool kLaneEarly = true;
 // launch of a shape without one would run the exact instance).
 template <typename scalar_t, int G>
 constexpr bool kLaneEarlyAt = kLaneEarly && (G != 16 || sizeof(scalar_t) == 2);
-constexpr int64_t kLaneSixteenRows = int64_t(1) << 17;
+// Which launches the lane kernels take, by rows and k (below these the warp kernels: a launch of
+// few rows leaves a lane kernel's warps fewer than the SMs hold, each with several rows' serial
+// work).  H200, benchmarks/dispatch.py, lane / warp kernel time (notes v54): four lanes (rows of
+// 256) at k = 96 / 128, 2^14 and 2^16 rows: exact fp32 0.89-0.95x, bf16 0.88-0.91x, but max_iter=4
+// fp32 0.97-1.04x, bf16 0.97-1.05x (those keep the bound of notes v32: from 2^17 rows past k = 64).
+// Eight lanes (512), 2^14 rows, k = 16 / 32: exact fp32 0.95 / 0.86x, bf16 0.80 / 0.71x, max_iter=4
+// 0.93-0.97x.  Sixteen lanes (768): exact fp32 at 2^14 rows 1.10 / 1.04 / 1.00 / 0.93x (k = 16 /
+// 32 / 64 / 128), at 2^16 rows 1.02 / 0.93 / 0.92 / 0.86x, k = 16 at 2^18 / 2^20 rows 1.00 / 0.94x
+// (bf16 1.05 / 0.99 / 0.94 / 0.88x, 1.03 / 0.91 / 0.87 / 0.80x, 0.94 / 0.89x); bf16 max_iter=4 at
+// 2^14 rows 1.00-1.06x, at 2^16 0.96 / 1.00 / 1.03 / 1.02x, k = 16 at 2^18 / 2^20 0.88 / 0.85x.
+constexpr int64_t kLaneMinRows = int64_t(1) << 14;
+constexpr int kLaneFourK = 64;  // four lanes at any rows up to this k
+constexpr int64_t kLaneFourEarlyRows = int64_t(1) << 17;
+constexpr int64_t kLaneSixteenRows = int64_t(1) << 18;     // exact, every k
+constexpr int64_t kLaneSixteenMidRows = int64_t(1) << 16;  // exact, k > kLaneSixteenMinK
 constexpr int kLaneSixteenMinK = 24;
+constexpr int kLaneSixteenSmallK = 48;  // exact from kLaneMinRows rows
+constexpr int64_t kLaneSixteenEarlyRows = int64_t(1) << 17;
 static_assert((kLaneStageWords * 4) % 512 == 0 && (kLaneWarpWords * 4) % 512 == 0,
               "counters 512-byte aligned");
 
@@ -1372,45 +1387,43 @@ __global__ void __launch_bounds__(kLaneBlockWarps * 32, kLaneMinBlocks<scalar_t,
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 // Whether the lane kernel takes a launch: exact mode, or max_iter in index order on the same rows
-// (kLaneEarly; sixteen lanes a row for 16-bit rows only), k <= 128 (rank-ordered output up to
-// kLaneSortedMaxK<G>; fp32 from kLaneSortedWideRows rows with eight lanes, and with four past
-// kLaneSortedNarrowK), a 16-byte aligned input, and rows of 16/32-bit elements where it was
-// measured faster than the value kernel: 193..256 elements (four lanes a row) with k <= 64 or from
-// 2^17 rows (notes v32); kLaneEightMinCols..512 (eight lanes a row) in whole 16-byte vectors from
-// 2^15 rows, or 2^14 with k > 32 (notes v41, v45), once kLaneEight; 721..768 (sixteen lanes) in
-// whole vectors from kLaneSixteenRows rows with k > kLaneSixteenMinK (notes v42, v46).  The
-// tuning hook (a.lane_mode, torch.ops.rtopk._set_debug_lane_rows): 1 drops the thresholds on rows
-// and k (the row lengths, k <= 128, the rank-order caps and max_iter's instances stay), 2 never
-// takes this path; benchmarks/dispatch.py times both in one process.
+// (kLaneEarlyAt), k <= 128 (rank-ordered output up to kLaneSortedMaxK<G>), a 16-byte aligned
+// input, and rows of 16/32-bit elements of 193..256 (four lanes a row), kLaneEightMinCols..512
+// (eight) or 721..768 (sixteen) elements, the latter two in whole 16-byte vectors, in launches of
+// the rows and k where it was measured faster than the warp kernels (kLaneMinRows and below).
+// The tuning hook (a.lane_mode, torch.ops.rtopk._set_debug_lane_rows): 1 drops the thresholds on
+// rows and k (the row lengths, k <= 128, the rank-order caps and max_iter's instances stay), 2
+// never takes this path; benchmarks/dispatch.py times both in one process.
 template <typename scalar_t>
 bool lane_rows_apply(const scalar_t* in, const RowLaunch& a) {
   using Compute = typename Elem<scalar_t>::Compute;
   if (a.lane_mode == 2) return false;
   const bool any = a.lane_mode == 1;
-  const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols &&
-                    (any || a.k <= 64 || a.rows >= (int64_t(1) << 17));
+  const int64_t r = a.rows;
   const bool vectors = a.cols % (16 / int64_t(sizeof(scalar_t))) == 0;
+  const bool four = a.cols >= LaneCfg<4>::kMinCols && a.cols <= LaneCfg<4>::kCols;
   const bool eight =
-      kLaneEight && vectors &&
-      (any || a.rows >= (int64_t(1) << 15) || (a.k > 32 && a.rows >= (int64_t(1) << 14))) &&
-      a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
-  const bool sixteen = kLaneSixteen && vectors &&
-                       (any || (a.rows >= kLaneSixteenRows && a.k > kLaneSixteenMinK)) &&
-                       a.cols >= LaneCfg<16>::kMinCols && a.cols <= LaneCfg<16>::kCols;
+      kLaneEight && vectors && a.cols >= kLaneEightMinCols && a.cols <= LaneCfg<8>::kCols;
+  const bool sixteen =
+      kLaneSixteen && vectors && a.cols >= LaneCfg<16>::kMinCols && a.cols <= LaneCfg<16>::kCols;
+  // The launches each mode gives this path (the thresholds above).
+  const bool exact_rows =
+      any || (four && (a.k <= kLaneFourK || r >= kLaneMinRows)) || (eight && r >= kLaneMinRows) ||
+      (sixteen && (r >= kLaneSixteenRows || (r >= kLaneSixteenMidRows && a.k > kLaneSixteenMinK) ||
+                   (r >= kLaneMinRows && a.k > kLaneSixteenSmallK)));
+  const bool early_rows = any || (four && (a.k <= kLaneFourK || r >= kLaneFourEarlyRows)) ||
+                          (eight && r >= kLaneMinRows) || (sixteen && r >= kLaneSixteenEarlyRows);
   const int sorted_max = four    ? kLaneSortedMaxK<4>
                          : eight ? kLaneSortedMaxK<8>
                                  : kLaneSortedMaxK<16>;
-  const bool sorted_ok =
-      !(a.sorted && a.k > 1) ||
-      (a.k <= sorted_max && (any || sizeof(scalar_t) == 2 || a.rows >= kLaneSortedWideRows ||
-                             (four && a.k <= kLaneSortedNarrowK)));
-  // max_iter (no eps): the shapes exact mode takes that have a max_iter instance, index order.
+  const bool ranked = a.sorted && a.k > 1;
+  const bool exact = exact_mode<Compute>(a) && (!ranked || a.k <= sorted_max) && exact_rows;
+  // max_iter (no eps): the shapes with a max_iter instance, index order.
   const bool early = ((four && kLaneEarlyAt<scalar_t, 4>) || (eight && kLaneEarlyAt<scalar_t, 8>) ||
                       (sixteen && kLaneEarlyAt<scalar_t, 16>)) &&
-                     a.max_iter > 0 && !(static_cast<Compute>(a.eps) > Compute(0)) &&
-                     !(a.sorted && a.k > 1);
-  return sizeof(Compute) == 4 &&
-         ((exact_mode<Compute>(a) && sorted_ok && (four || eight || sixteen)) || early) &&
+                     early_rows && a.max_iter > 0 && !(static_cast<Compute>(a.eps) > Compute(0)) &&
+                     !ranked;
+  return sizeof(Compute) == 4 && (four || eight || sixteen) && (exact || early) &&
          a.k <= kLaneMaxK && reinterpret_cast<uintptr_t>(in) % 16 == 0;
 }
 
