@@ -167,6 +167,15 @@ struct Plan {
 //   bool key_range(Key& lo, Key& hi, bool finite_only)
 //                              min/max key over the row's elements (only the finite ones if
 //                              finite_only); false if there are none
+// and, optionally, for a row that pays a pass over memory for every count but can count several
+// thresholds in one (a Row with `static constexpr bool kLooksAhead`): before each step the
+// searches call
+//   look_ahead_values(Compute lo, Compute hi, int64_t steps)   (bisection of [lo, hi]; steps
+//                                                               left, -1 for no bound)
+//   look_ahead_keys(Key t, int b)                              (key bits from bit b down)
+// and every count they then ask for until the next call is one the next few steps from that state
+// could ask for (a tree of thresholds, computed by the row exactly as the steps compute them, plus
+// the bracket's ends), so that such a row counts them all in one pass.  The plan is unchanged.
 //
 // Modes:
 //   max_iter == -1, eps == 0: exact.  Bisect the key bits for the k-th largest key T, starting
@@ -185,6 +194,12 @@ struct Plan {
 //       emit the first k elements in index order that are >= lo (then -inf in index order if too
 //       few are).
 // NaN is >= every threshold and +inf/-inf compare as infinities, all through the key order.
+template <typename Row, typename = void>
+struct LooksAhead : std::false_type {};
+template <typename Row>
+struct LooksAhead<Row, std::void_t<decltype(std::remove_cv_t<Row>::kLooksAhead)>>
+    : std::bool_constant<std::remove_cv_t<Row>::kLooksAhead> {};
+
 template <typename Compute, typename Row>
 RTOPK_HD Plan<typename KeyTraits<Compute>::Key> exact_plan(Row& row, int64_t k) {
   using T = KeyTraits<Compute>;
@@ -199,6 +214,7 @@ RTOPK_HD Plan<typename KeyTraits<Compute>::Key> exact_plan(Row& row, int64_t k) 
   const Key below = (top == T::kBits - 1) ? T::kMax : Key((Key(1) << (top + 1)) - 1);
   Key t = lo & Key(~below);
   for (int b = top; b >= 0; --b) {
+    if constexpr (LooksAhead<Row>::value) row.look_ahead_keys(t, b);
     const Key cand = t | (Key(1) << b);
     const int64_t c = row.count_ge(cand);
     if (c >= k) {
@@ -237,6 +253,8 @@ RTOPK_HD Plan<typename KeyTraits<Compute>::Key> make_plan(Row& row, int64_t k, i
   int64_t c_lo = -1, c_hi = -1;  // counts at lo / hi, -1 while unknown
   for (int64_t it = 0; max_iter < 0 || it < max_iter; ++it) {
     if (use_eps && !(hi - lo > stop_width)) break;
+    if constexpr (LooksAhead<Row>::value)
+      row.look_ahead_values(lo, hi, max_iter < 0 ? int64_t(-1) : max_iter - it);
     const Compute t = T::midpoint(lo, hi);
     // Algorithm 1 ends when the bracket cannot shrink (this bounds it by the type's exponent
     // range: < 300 steps in fp32, < 2100 in fp64); Algorithm 2 runs its max_iter steps as written.

@@ -1,0 +1,77 @@
+"""Rows longer than the block kernel's shared cache (11264 keys: 16/32-bit rows of 11265+ elements, fp64 rows of
+5633+), which the CUDA backend re-reads from global memory on every pass of the search: max_iter and eps modes at any
+row count, exact mode when the rows are too few for the streaming kernel.  Their searches count several thresholds a
+pass (the look-ahead of csrc/rtopk_algo.h: the next steps' tree of midpoints, or of key bits in exact mode), so every
+mode is checked against the CPU backend (one count a step) bit for bit: every kind of row, both directions, max_iter
+from one step to past the bracket's last move, rows that stop early, ties at the threshold, and launches where a
+block walks several rows (the look-ahead table is the block's, reset for each row).  Skipped without CUDA."""
+
+import pytest
+import torch
+
+import rtopk
+from conftest import HAS_CUDA, make_rows
+from test_group_rows import same
+from test_stream_rows import KINDS
+
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
+
+# (max_iter, eps): Algorithm 2 from one step to far past the bracket's last move, Algorithm 1, exact.
+MODES = [(1, 0.0), (2, 0.0), (4, 0.0), (5, 0.0), (8, 0.0), (13, 0.0), (40, 0.0), (-1, 1e-4), (-1, 0.3), (-1, 0.0),
+         (4, 1e-3)]
+
+
+def kinds_rows(M, dtype, seed, rows):
+    """rows x M, row r of kind KINDS[r % len(KINDS)] (a call's rows of every kind, next to each other)."""
+    gen = torch.Generator().manual_seed(seed)
+    per = (rows + len(KINDS) - 1) // len(KINDS)
+    parts = [make_rows(kind, (per, M), dtype, "cpu", gen) for kind in KINDS]
+    return torch.stack(parts, dim=1).reshape(per * len(KINDS), M)[:rows].clone()
+
+
+def check_modes(x, ks, modes=MODES):
+    xc = x.cuda()
+    for k in ks:
+        for max_iter, eps in modes:
+            mi = None if max_iter < 0 else max_iter
+            ctx = f"{tuple(x.shape)} {x.dtype} k={k} max_iter={mi} eps={eps}"
+            try:
+                same(rtopk.rtopk(x, k, max_iter=mi, eps=eps), rtopk.rtopk(xc, k, max_iter=mi, eps=eps))
+                for largest in (True, False):
+                    same(rtopk.topk(x, k, largest=largest, sorted=False, max_iter=mi, eps=eps),
+                         rtopk.topk(xc, k, largest=largest, sorted=False, max_iter=mi, eps=eps))
+            except AssertionError as err:
+                raise AssertionError(f"{ctx}: {err}") from None
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+@pytest.mark.parametrize("M", [11265, 20000, 65537])
+def test_block_rows_streamed_matches_host(M, dtype):
+    x = kinds_rows(M, dtype, seed=M + 7, rows=len(KINDS))
+    check_modes(x, [1, 100, 2048])
+
+
+@pytest.mark.parametrize("M", [5633, 20001])
+def test_block_rows_streamed_fp64(M):
+    x = kinds_rows(M, torch.float64, seed=M, rows=len(KINDS))
+    check_modes(x, [1, 77, 1500])
+
+
+def test_block_rows_streamed_ties_at_threshold():
+    """Few distinct values, so that a step's count equals k (the search stops early: the table's other keys are
+    never asked for) or the bracket stops moving, and exactly-k counts at each level of the tree."""
+    gen = torch.Generator().manual_seed(5)
+    M = 12000
+    x = torch.randint(0, 16, (6, M), generator=gen).float() / 16
+    # Row 0's counts at the first midpoints of [0, 15/16] (15/32, 15/64, 45/64, ...: the values from 8/16, 4/16,
+    # 12/16, 2/16, 6/16 up) as k.
+    counts = [int((x[0] >= v / 16).sum()) for v in (8, 4, 12, 2, 6)]
+    check_modes(x, sorted(set([1, 750, 3000] + counts)))
+
+
+def test_block_rows_streamed_many_rows_a_block():
+    """More rows than the grid holds blocks (at most 8 an SM), rows of every kind interleaved: each block searches
+    several rows in turn, and a count left in the table by the last row would answer for the next."""
+    rows = 8 * torch.cuda.get_device_properties(0).multi_processor_count + 45
+    x = kinds_rows(11300, torch.float32, seed=11, rows=rows)
+    check_modes(x, [64], modes=[(4, 0.0), (13, 0.0), (-1, 1e-4)])
