@@ -173,9 +173,9 @@ struct Plan {
 //   look_ahead_values(Compute lo, Compute hi, int64_t steps)   (bisection of [lo, hi]; steps
 //                                                               left, -1 for no bound)
 //   look_ahead_keys(Key t, int b)                              (key bits from bit b down)
-// and every count they then ask for until the next call is one the next few steps from that state
-// could ask for (a tree of thresholds, computed by the row exactly as the steps compute them, plus
-// the bracket's ends), so that such a row counts them all in one pass.  The plan is unchanged.
+// and every count they then ask for until the next call is one of value_thresholds_ahead's /
+// key_thresholds_ahead's (below; exact_plan's last count, at t + 1, and Algorithm 1's at an unmoved
+// hi are not), so that such a row counts them all in one pass.  The plan is unchanged.
 //
 // Modes:
 //   max_iter == -1, eps == 0: exact.  Bisect the key bits for the k-th largest key T, starting
@@ -194,6 +194,56 @@ struct Plan {
 //       emit the first k elements in index order that are >= lo (then -inf in index order if too
 //       few are).
 // NaN is >= every threshold and +inf/-inf compare as infinities, all through the key order.
+// The look-ahead's thresholds: every count the next steps (at most kAheadDepth) of a value
+// bisection of [lo, hi] (with `steps` left, -1 for no bound) can ask for, computed as make_plan
+// computes them: lo's key (the count at lo, asked for when lo never moves), then the midpoints'
+// keys breadth first (node i's children 2i: fewer than k at or above its midpoint, 2i + 1: at
+// least k).  Returns how many keys were written (at most kAheadKeys).
+constexpr int kAheadDepth = 4;
+constexpr int kAheadKeys = 1 << kAheadDepth;
+template <typename Compute>
+RTOPK_HD int value_thresholds_ahead(Compute lo, Compute hi, int64_t steps,
+                                    typename KeyTraits<Compute>::Key* keys) {
+  using T = KeyTraits<Compute>;
+  const int d = (steps < 0 || steps >= kAheadDepth) ? kAheadDepth : static_cast<int>(steps);
+  Compute nlo[kAheadKeys], nhi[kAheadKeys];
+  nlo[1] = lo;
+  nhi[1] = hi;
+  keys[0] = to_key<Compute>(lo);
+  int m = 1;
+  for (int i = 1; i < (1 << d); ++i) {
+    const Compute t = T::midpoint(nlo[i], nhi[i]);
+    keys[m++] = to_key<Compute>(t);
+    if (2 * i + 1 < kAheadKeys) {
+      nlo[2 * i] = nlo[i];
+      nhi[2 * i] = t;
+      nlo[2 * i + 1] = t;
+      nhi[2 * i + 1] = nhi[i];
+    }
+  }
+  return m;
+}
+
+// The same for exact_plan's key bits: the candidates of bits b, b - 1, ... (at most kAheadDepth of
+// them) from the prefix t, breadth first (node i's children 2i: the bit stays clear, 2i + 1: set).
+template <typename Key>
+RTOPK_HD int key_thresholds_ahead(Key t, int b, Key* keys) {
+  const int d = b + 1 < kAheadDepth ? b + 1 : kAheadDepth;
+  Key nt[kAheadKeys];
+  nt[1] = t;
+  int m = 0, bit = b + 1;
+  for (int i = 1; i < (1 << d); ++i) {
+    if ((i & (i - 1)) == 0) --bit;  // i = 1, 2, 4, 8: a level's first node
+    const Key cand = nt[i] | (Key(1) << bit);
+    keys[m++] = cand;
+    if (2 * i + 1 < kAheadKeys) {
+      nt[2 * i] = nt[i];
+      nt[2 * i + 1] = cand;
+    }
+  }
+  return m;
+}
+
 template <typename Row, typename = void>
 struct LooksAhead : std::false_type {};
 template <typename Row>

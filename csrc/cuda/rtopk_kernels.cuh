@@ -105,8 +105,6 @@ constexpr int kBlockCacheBytes = 44 * 1024;  // static shared memory stays under
 // asks for when lo never moves), in one pass (rtopk_algo.h's look-ahead): max_iter=4 takes key
 // range + 1 + emit passes instead of key range + 4..5 + emit, exact mode's 32 key bits 8 + 1.
 // H200, 8192 rows of 20000..65536 fp32, max_iter=4: 0.45-0.62x the time (notes v54).
-constexpr int kAheadDepth = 4;
-constexpr int kAheadKeys = 1 << kAheadDepth;
 constexpr int kAheadLoads = 4;
 template <typename Key>
 struct AheadTable {
@@ -164,7 +162,7 @@ struct BlockRow {
 
   // The count at t from the look-ahead table (rows not cached only).
   __device__ bool ahead_has(Key t, int64_t& c) const {
-    if (cache != nullptr) return false;
+    if (!kStreamed) return false;
     const int m = ahead->n;
     for (int j = 0; j < m; ++j) {
       if (ahead->keys[j] == t) {
@@ -215,56 +213,20 @@ struct BlockRow {
     __syncthreads();
   }
 
-  // Bisection of [lo, hi] (make_plan): the midpoints of the next steps, as make_plan computes them.
+  // Bisection of [lo, hi] (make_plan) and key bits (exact_plan): the next steps' thresholds.
   template <typename Compute>
   __device__ void look_ahead_values(Compute lo, Compute hi, int64_t steps) const {
-    using T = KeyTraits<Compute>;
     int64_t c;
-    if (cache != nullptr || ahead_has(to_key<Compute>(T::midpoint(lo, hi)), c)) return;
+    if (ahead_has(to_key<Compute>(KeyTraits<Compute>::midpoint(lo, hi)), c)) return;
     __syncthreads();  // every thread has read the table
-    if (threadIdx.x == 0) {
-      const int d = (steps < 0 || steps >= kAheadDepth) ? kAheadDepth : static_cast<int>(steps);
-      Compute nlo[1 << kAheadDepth], nhi[1 << kAheadDepth];  // node i's bracket; children 2i, 2i+1
-      nlo[1] = lo;
-      nhi[1] = hi;
-      ahead->keys[0] = to_key<Compute>(lo);
-      int m = 1;
-      for (int i = 1; i < (1 << d); ++i) {
-        const Compute t = T::midpoint(nlo[i], nhi[i]);
-        ahead->keys[m++] = to_key<Compute>(t);
-        if (2 * i + 1 < (1 << kAheadDepth)) {
-          nlo[2 * i] = nlo[i];  // fewer than k at or above t
-          nhi[2 * i] = t;
-          nlo[2 * i + 1] = t;
-          nhi[2 * i + 1] = nhi[i];
-        }
-      }
-      ahead->n = m;
-    }
+    if (threadIdx.x == 0) ahead->n = value_thresholds_ahead<Compute>(lo, hi, steps, ahead->keys);
     count_ahead();
   }
-
-  // Key-bit bisection (exact_plan): the candidates of bits b .. b - kAheadDepth + 1.
   __device__ void look_ahead_keys(Key t, int b) const {
     int64_t c;
-    if (cache != nullptr || ahead_has(Key(t | (Key(1) << b)), c)) return;
+    if (ahead_has(Key(t | (Key(1) << b)), c)) return;
     __syncthreads();
-    if (threadIdx.x == 0) {
-      const int d = b + 1 < kAheadDepth ? b + 1 : kAheadDepth;
-      Key nt[1 << kAheadDepth];
-      nt[1] = t;
-      int m = 0;
-      for (int i = 1; i < (1 << d); ++i) {
-        const int bit = b - (31 - __clz(i));  // node i sits at depth floor(log2 i)
-        const Key cand = nt[i] | (Key(1) << bit);
-        ahead->keys[m++] = cand;
-        if (2 * i + 1 < (1 << kAheadDepth)) {
-          nt[2 * i] = nt[i];  // fewer than k at or above cand
-          nt[2 * i + 1] = cand;
-        }
-      }
-      ahead->n = m;
-    }
+    if (threadIdx.x == 0) ahead->n = key_thresholds_ahead<Key>(t, b, ahead->keys);
     count_ahead();
   }
 
@@ -469,10 +431,11 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
 }
 
 template <typename scalar_t, bool kStreamed>
-__global__ void __launch_bounds__(kRowBlockThreads, kStreamed ? 2 : 1)
-    block_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                      int64_t* __restrict__ out_indices, int64_t rows, int64_t cols, int64_t k,
-                      int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest) {
+__device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
+                                           scalar_t* __restrict__ out_values,
+                                           int64_t* __restrict__ out_indices, int64_t rows,
+                                           int64_t cols, int64_t k, int64_t max_iter,
+                                           typename Elem<scalar_t>::Compute eps, bool largest) {
   using Compute = typename Elem<scalar_t>::Compute;
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kRowBlockThreads / 32;
@@ -544,6 +507,25 @@ __global__ void __launch_bounds__(kRowBlockThreads, kStreamed ? 2 : 1)
     }
     __syncthreads();  // the shared row is rewritten by the next row
   }
+}
+
+// Rows cached in shared memory (60 registers, two blocks an SM), and rows past the cache, whose
+// look-ahead counters would take 91 registers and one block an SM: held to 64 for two (no spills
+// in the count loops; the A/B of notes v54 item 5 ran this way).
+template <typename scalar_t>
+__global__ void __launch_bounds__(kRowBlockThreads)
+    block_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                      int64_t* __restrict__ out_indices, int64_t rows, int64_t cols, int64_t k,
+                      int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest) {
+  block_rows<scalar_t, false>(in, out_values, out_indices, rows, cols, k, max_iter, eps, largest);
+}
+template <typename scalar_t>
+__global__ void __launch_bounds__(kRowBlockThreads, 2)
+    block_rows_streamed_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                               int64_t* __restrict__ out_indices, int64_t rows, int64_t cols,
+                               int64_t k, int64_t max_iter, typename Elem<scalar_t>::Compute eps,
+                               bool largest) {
+  block_rows<scalar_t, true>(in, out_values, out_indices, rows, cols, k, max_iter, eps, largest);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -699,8 +681,8 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   if (launch_warp_levels<scalar_t, kWarpMaxCols>(in, ov, oi, a, stream, sorted)) return sorted;
   const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 8;
   const unsigned grid = static_cast<unsigned>(std::min(a.rows, cap));
-  const auto kernel = a.cols > BlockRow<scalar_t>::kCacheKeys ? block_rows_kernel<scalar_t, true>
-                                                              : block_rows_kernel<scalar_t, false>;
+  const auto kernel = a.cols > BlockRow<scalar_t>::kCacheKeys ? block_rows_streamed_kernel<scalar_t>
+                                                              : block_rows_kernel<scalar_t>;
   kernel<<<grid, kRowBlockThreads, 0, stream>>>(in, ov, oi, a.rows, a.cols, a.k, a.max_iter,
                                                 static_cast<Compute>(a.eps), a.largest);
   return false;
