@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # compute-sanitizer's four tools over the CUDA kernel paths (tests/test_sanitizer_subset.py).
 # Logs under $OUT (./out when unset); prints each tool's summary line.  Needs a built extension.
+# SAN_K: a pytest -k expression that narrows every tool's run (e.g. "20000": the block kernel's rows
+# past its shared cache); racecheck keeps to float32 within it.
 set -uo pipefail
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -11,7 +13,12 @@ for tool in memcheck racecheck initcheck synccheck; do
   extra=()
   select=()
   # racecheck is ~50x slower: the float32 half of the paths (the kernels are dtype-generic).
-  [ "$tool" = racecheck ] && extra=(--racecheck-report all) && select=(-k "float32 or other")
+  k=${SAN_K:-}
+  if [ "$tool" = racecheck ]; then
+    extra=(--racecheck-report all)
+    k=${k:+($k) and }"(float32 or other)"
+  fi
+  [ -n "$k" ] && select=(-k "$k")
   timeout 300 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 9 --print-limit 20 \
     python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider "${select[@]}" \
     >"$OUT/sanitizer_$tool.log" 2>&1
