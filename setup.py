@@ -2,6 +2,7 @@
 
 import glob
 import os
+import sys
 
 from setuptools import find_packages, setup
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension
@@ -28,8 +29,18 @@ def extensions():
     sources = sorted(glob.glob(os.path.join(csrc, "*.cpp")))
     # py_limited_api=True makes torch define Py_LIMITED_API; the module only uses the stable ABI.
     cxx = ["-O3", "-ffp-contract=off"]
+    link = []
+    if sys.platform.startswith("linux") and "OpenMP" in torch.__config__.parallel_info():
+        # at::parallel_for is inlined here, and runs its rows on one thread unless this file is
+        # built with OpenMP (libgomp.so.1: the one torch has loaded already).
+        cxx.append("-fopenmp")
+        link.append("-fopenmp")
     if not want_cuda():
-        return [CppExtension("rtopk._C", sources, extra_compile_args={"cxx": cxx}, py_limited_api=True)]
+        return [
+            CppExtension(
+                "rtopk._C", sources, extra_compile_args={"cxx": cxx}, extra_link_args=link, py_limited_api=True
+            )
+        ]
     default_arch_list()
     sources += sorted(glob.glob(os.path.join(csrc, "cuda", "*.cpp")))
     sources += sorted(glob.glob(os.path.join(csrc, "cuda", "*.cu")))
@@ -42,6 +53,7 @@ def extensions():
             "rtopk._C",
             sources,
             extra_compile_args={"cxx": cxx + ["-DRTOPK_WITH_CUDA"], "nvcc": nvcc},
+            extra_link_args=link,
             py_limited_api=True,
         )
     ]
