@@ -21,8 +21,16 @@ struct CpuRow {
   int64_t n;
 
   int64_t count_ge(Key t) const {
+    // 32-bit partial counts: the compiler's vector loop then adds the compare masks directly
+    // (a 64-bit count widened every lane: 13 SSE instructions per 4 keys instead of 8).
+    constexpr int64_t kChunk = int64_t(1) << 30;
     int64_t c = 0;
-    for (int64_t j = 0; j < n; ++j) c += keys[j] >= t;
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+      const int64_t j1 = std::min(n, j0 + kChunk);
+      uint32_t part = 0;
+      for (int64_t j = j0; j < j1; ++j) part += keys[j] >= t;
+      c += part;
+    }
     return c;
   }
 
