@@ -10,23 +10,15 @@ import pytest
 import torch
 
 import rtopk
-from conftest import HAS_CUDA, make_rows
+from conftest import HAS_CUDA
 from test_group_rows import same
-from test_stream_rows import KINDS
+from test_stream_rows import KINDS, mixed_rows
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
 # (max_iter, eps): Algorithm 2 from one step to far past the bracket's last move, Algorithm 1, exact.
 MODES = [(1, 0.0), (2, 0.0), (4, 0.0), (5, 0.0), (8, 0.0), (13, 0.0), (40, 0.0), (-1, 1e-4), (-1, 0.3), (-1, 0.0),
          (4, 1e-3)]
-
-
-def kinds_rows(M, dtype, seed, rows):
-    """rows x M, row r of kind KINDS[r % len(KINDS)] (a call's rows of every kind, next to each other)."""
-    gen = torch.Generator().manual_seed(seed)
-    per = (rows + len(KINDS) - 1) // len(KINDS)
-    parts = [make_rows(kind, (per, M), dtype, "cpu", gen) for kind in KINDS]
-    return torch.stack(parts, dim=1).reshape(per * len(KINDS), M)[:rows].clone()
 
 
 def check_modes(x, ks, modes=MODES):
@@ -47,13 +39,13 @@ def check_modes(x, ks, modes=MODES):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("M", [11265, 20000, 65537])
 def test_block_rows_streamed_matches_host(M, dtype):
-    x = kinds_rows(M, dtype, seed=M + 7, rows=len(KINDS))
+    x = mixed_rows(M, dtype, seed=M + 7, rows=len(KINDS))
     check_modes(x, [1, 100, 2048])
 
 
 @pytest.mark.parametrize("M", [5633, 20001])
 def test_block_rows_streamed_fp64(M):
-    x = kinds_rows(M, torch.float64, seed=M, rows=len(KINDS))
+    x = mixed_rows(M, torch.float64, seed=M, rows=len(KINDS))
     check_modes(x, [1, 77, 1500])
 
 
@@ -73,5 +65,5 @@ def test_block_rows_streamed_many_rows_a_block():
     """More rows than the grid holds blocks (at most 8 an SM), rows of every kind interleaved: each block searches
     several rows in turn, and a count left in the table by the last row would answer for the next."""
     rows = 8 * torch.cuda.get_device_properties(0).multi_processor_count + 45
-    x = kinds_rows(11300, torch.float32, seed=11, rows=rows)
+    x = mixed_rows(11300, torch.float32, seed=11, rows=rows)
     check_modes(x, [64], modes=[(4, 0.0), (13, 0.0), (-1, 1e-4)])
