@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 MODES = {"exact": (-1, 0.0, False), "sorted": (-1, 0.0, True), "it2": (2, 0.0, False),
-         "it4": (4, 0.0, False), "it8": (8, 0.0, False)}
+         "it4": (4, 0.0, False), "it8": (8, 0.0, False), "torch": None}  # torch: torch.topk (sorted)
 
 
 # Row values (--dists): randn, the heavy tails of the adversarial rows drawn from randn
@@ -54,6 +54,11 @@ def child(args):
         else:
             x = rtopk.bench.make_input(dist, n, m, dtype, "cuda", gen)
         for mode in args.modes.split(","):
+            if mode == "torch":  # the same in both builds: a reference for the cell's scale
+                fn = lambda: torch.topk(x, k, largest=not args.smallest)
+                cell = f"{n}x{m}:{k}:{mode}" + ("" if dist == "randn" else f":{dist}")
+                out[cell] = triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+                continue
             max_iter, eps, sorted_ = MODES[mode]
             if args.smallest:  # the k smallest, through the drop-in API
                 fn = lambda: rtopk.topk(x, k, largest=False, sorted=sorted_, max_iter=max_iter, eps=eps)

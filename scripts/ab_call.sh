@@ -8,7 +8,7 @@
 #   DISTS     row values (benchmarks/ab.py --dists, default randn)
 #   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py);
 #             PYTEST_K, their -k expression (default "not cpu")
-#   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B
+#   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B; SAN_K narrows it (-k)
 set -uo pipefail
 # shellcheck source=scripts/ab_tree.sh
 . "$(dirname "$0")/ab_tree.sh"
@@ -41,7 +41,8 @@ done
 if [ "${SANITIZE_B:-0}" = 1 ]; then
   (cd "$B" && for t in memcheck racecheck; do
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool $t --error-exitcode 9 \
-      python3 -m pytest tests/test_sanitizer_subset.py -q -k float32 >"$OUT/san_$t.log" 2>&1
+      python3 -m pytest tests/test_sanitizer_subset.py -q -k "float32${SAN_K:+ and ($SAN_K)}" \
+      >"$OUT/san_$t.log" 2>&1
     echo "$t B rc=$?: $(grep -E "passed|failed" "$OUT/san_$t.log" | tail -1)" \
       "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_$t.log" | tail -1)"
   done)

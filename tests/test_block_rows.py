@@ -67,3 +67,26 @@ def test_block_rows_streamed_many_rows_a_block():
     rows = 8 * torch.cuda.get_device_properties(0).multi_processor_count + 45
     x = mixed_rows(11300, torch.float32, seed=11, rows=rows)
     check_modes(x, [64], modes=[(4, 0.0), (13, 0.0), (-1, 1e-4)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("offset", [1, 3])
+def test_block_rows_streamed_unaligned_start(offset, dtype):
+    """A contiguous input whose data starts `offset` elements into its storage: rows of a 16-byte multiple then
+    start mid-pack (the streamed passes read 16-byte packs at aligned addresses, the row's ends an element at a
+    time), and the emit's first and last packs hang over the row."""
+    M = 20000 if dtype != torch.float64 else 6000
+    x = mixed_rows(M, dtype, seed=offset, rows=len(KINDS))
+    buf = torch.empty(x.numel() + offset, dtype=dtype, device="cuda")
+    xc = buf[offset:].view(x.shape)
+    xc.copy_(x)
+    assert xc.is_contiguous() and xc.data_ptr() % 16 != 0
+    for k in (1, 100, 2048):
+        for max_iter, eps in MODES:
+            mi = None if max_iter < 0 else max_iter
+            for largest in (True, False):
+                try:
+                    same(rtopk.topk(x, k, largest=largest, sorted=False, max_iter=mi, eps=eps),
+                         rtopk.topk(xc, k, largest=largest, sorted=False, max_iter=mi, eps=eps))
+                except AssertionError as err:
+                    raise AssertionError(f"offset={offset} {dtype} k={k} max_iter={mi} eps={eps}: {err}") from None

@@ -139,6 +139,100 @@ __device__ __forceinline__ unsigned add_ge(unsigned c, uint64_t key, uint64_t t)
   return c + (key >= t);
 }
 
+// A row read from global memory in 16-byte packs at 16-byte addresses: pack v holds elements
+// [v * kPer - pre, v * kPer - pre + kPer), pre being the row start's offset in its pack, so that a
+// row that does not start 16-byte aligned is still read in aligned vectors.  Only the first and
+// the last pack can hang over the row's ends; they are read an element at a time.
+template <typename scalar_t>
+struct RowPacks {
+  using E = Elem<scalar_t>;
+  using Bits = typename E::Bits;
+  using Compute = typename E::Compute;
+  static constexpr int kPer = 16 / int(sizeof(scalar_t));
+  union Pack {
+    uint4 u;
+    Bits b[kPer];
+  };
+  const Bits* x;
+  int64_t n;
+  int pre;
+  int64_t count;  // packs
+
+  __device__ RowPacks(const scalar_t* row, int64_t n_)
+      : x(reinterpret_cast<const Bits*>(row)),
+        n(n_),
+        pre(int((reinterpret_cast<uintptr_t>(row) & 15u) / sizeof(scalar_t))),
+        count((n_ + pre + kPer - 1) / kPer) {}
+
+  __device__ __forceinline__ int64_t first_elem(int64_t v) const { return v * kPer - pre; }
+  __device__ __forceinline__ bool whole(int64_t v) const {
+    return first_elem(v) >= 0 && first_elem(v) + kPer <= n;
+  }
+  __device__ __forceinline__ bool in_row(int64_t v, int q) const {
+    return first_elem(v) + q >= 0 && first_elem(v) + q < n;
+  }
+  __device__ __forceinline__ Pack load_whole(int64_t v) const {
+    Pack p;
+    p.u = *reinterpret_cast<const uint4*>(x + first_elem(v));
+    return p;
+  }
+  // Any pack: the slots outside the row hold 0 (in_row() tells them apart).
+  __device__ __forceinline__ Pack load(int64_t v) const {
+    if (whole(v)) return load_whole(v);
+    Pack p;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) p.b[q] = in_row(v, q) ? x[first_elem(v) + q] : Bits(0);
+    return p;
+  }
+  __device__ __forceinline__ static Compute value(const Pack& p, int q) {
+    if constexpr (std::is_same<scalar_t, float>::value) {
+      return __uint_as_float(p.b[q]);
+    } else if constexpr (std::is_same<scalar_t, double>::value) {
+      return __longlong_as_double(static_cast<long long>(p.b[q]));
+    } else if constexpr (std::is_same<scalar_t, __nv_bfloat16>::value) {
+      return __uint_as_float(uint32_t(p.b[q]) << 16);
+    } else {
+      return __half2float(__ushort_as_half(p.b[q]));
+    }
+  }
+
+  // f(key) for every element, in no particular order, over the block's threads, kLoads packs a
+  // thread loaded before their keys are used.  (Thresholds read from shared memory four at a time,
+  // to leave registers for more loads in flight, measured 1.02-1.09x slower: notes v55.)
+  template <int kLoads, typename F>
+  __device__ __forceinline__ void for_each_key(bool largest, F&& f) const {
+    const int64_t first = whole(0) ? 0 : 1;
+    const int64_t last = (count > first && whole(count - 1)) ? count : count - 1;  // [first, last)
+    int64_t v = first + threadIdx.x;
+    for (; v + (kLoads - 1) * kRowBlockThreads < last; v += kLoads * kRowBlockThreads) {
+      Pack p[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) p[u] = load_whole(v + u * kRowBlockThreads);
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) f(directed_key_sel<Compute>(value(p[u], q), largest));
+      }
+    }
+    for (; v < last; v += kRowBlockThreads) {
+      const Pack p = load_whole(v);
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) f(directed_key_sel<Compute>(value(p, q), largest));
+    }
+    // The packs over the row's ends (thread 0: the first, the last warp's lane 0: the last).
+    const bool head = first == 1 && threadIdx.x == 0;
+    const bool tail = last < count && last >= first && threadIdx.x == kRowBlockThreads - 32;
+    if (head || tail) {
+      const int64_t w = head ? 0 : count - 1;
+      const Pack p = load(w);
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        if (in_row(w, q)) f(directed_key_sel<Compute>(value(p, q), largest));
+      }
+    }
+  }
+};
+
 // kStreamed: rows longer than the cache, re-read on every pass (then cache is nullptr), with the
 // look-ahead; the cached rows' instance compiles without it.
 template <typename scalar_t, bool kStreamed = false>
@@ -183,26 +277,11 @@ struct BlockRow {
     unsigned c[kAheadKeys];
 #pragma unroll
     for (int j = 0; j < kAheadKeys; ++j) c[j] = 0;
-    // kAheadLoads loads issued before their compares: the pass is bound by the compares, and the
-    // loads of one iteration are the warp's bytes in flight.
-    using E = Elem<scalar_t>;
-    int64_t e = threadIdx.x;
-    for (; e + (kAheadLoads - 1) * kRowBlockThreads < n; e += kAheadLoads * kRowBlockThreads) {
-      scalar_t v[kAheadLoads];
-#pragma unroll
-      for (int u = 0; u < kAheadLoads; ++u) v[u] = x[e + u * kRowBlockThreads];
-#pragma unroll
-      for (int u = 0; u < kAheadLoads; ++u) {
-        const Key key = directed_key_sel<typename E::Compute>(E::to_compute(v[u]), largest);
-#pragma unroll
-        for (int j = 0; j < kAheadKeys; ++j) c[j] = add_ge(c[j], key, th[j]);
-      }
-    }
-    for (; e < n; e += kRowBlockThreads) {
-      const Key key = load_key(x + e, largest);
+    // The packs' loads issued before their compares: a pass is bound by the bytes in flight.
+    RowPacks<scalar_t>(x, n).template for_each_key<kAheadLoads>(largest, [&](Key key) {
 #pragma unroll
       for (int j = 0; j < kAheadKeys; ++j) c[j] = add_ge(c[j], key, th[j]);
-    }
+    });
     if (threadIdx.x < kAheadKeys) ahead->counts[threadIdx.x] = 0;
     __syncthreads();
 #pragma unroll
@@ -230,15 +309,22 @@ struct BlockRow {
     count_ahead();
   }
 
+  // This thread's share of a streamed row's count at t.
+  __device__ __noinline__ unsigned count_pass(Key t) const {
+    unsigned c = 0;
+    RowPacks<scalar_t>(x, n).template for_each_key<kAheadLoads>(largest,
+                                                                [&](Key key) { c += key >= t; });
+    return c;
+  }
+
   __device__ int64_t count_ge(Key t) const {
     int64_t known;
     if (ahead_has(t, known)) return known;
     unsigned c = 0;  // < 2^32: a thread sees at most n / kRowBlockThreads elements
-    if (cache != nullptr) {
-      for (int e = threadIdx.x; e < n; e += kRowBlockThreads) c += cache[e] >= t;
+    if constexpr (kStreamed) {
+      c = count_pass(t);
     } else {
-      for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads)
-        c += load_key(x + e, largest) >= t;
+      for (int e = threadIdx.x; e < n; e += kRowBlockThreads) c += cache[e] >= t;
     }
     c = warp_sum(c);
     if ((threadIdx.x & 31) == 0) s_count[threadIdx.x / 32] = c;
@@ -251,6 +337,12 @@ struct BlockRow {
   }
 
   __device__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
+    if constexpr (kStreamed) return key_range_pass(lo, hi, finite_only);
+    return range_where(lo, hi, [&](Key key) { return !finite_only || key_is_finite(key); });
+  }
+  // (Out of line, as count_pass: the searches reach them from many places, and each inlined copy
+  // of a pass over packs is long.  count_ahead stays inlined: out of line it spilled.)
+  __device__ __noinline__ bool key_range_pass(Key& lo, Key& hi, bool finite_only) const {
     return range_where(lo, hi, [&](Key key) { return !finite_only || key_is_finite(key); });
   }
 
@@ -258,11 +350,15 @@ struct BlockRow {
   template <typename Use>
   __device__ bool range_where(Key& lo, Key& hi, Use use) const {
     Key mn = KeyTraits<ComputeOf<Key>>::kMax, mx = 0;
-    for (int64_t e = threadIdx.x; e < n; e += kRowBlockThreads) {
-      const Key key = key_at(e);
+    const auto see = [&](Key key) {
       const bool in = use(key);
       mn = (in && key < mn) ? key : mn;
       mx = (in && key > mx) ? key : mx;
+    };
+    if constexpr (kStreamed) {
+      RowPacks<scalar_t>(x, n).template for_each_key<kAheadLoads>(largest, see);
+    } else {
+      for (int e = threadIdx.x; e < n; e += kRowBlockThreads) see(cache[e]);
     }
     mn = warp_min(mn);
     mx = warp_max(mx);
@@ -430,6 +526,77 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
   return true;
 }
 
+// Emit for a row re-read from global memory: the row in index order, a pack a thread a chunk
+// (kRowBlockThreads packs), the next chunk's pack loaded while the current one is placed; one block
+// scan of (taken, filled) counts a chunk places them.  It stops at the chunk that completes the k
+// outputs: Algorithm 2 emits the first k elements at or above lo, which a randn row holds long
+// before its end.  (The cached rows' emit, below, reads its row twice from shared memory.)
+template <typename scalar_t>
+__device__ __forceinline__ void block_emit_streamed(const scalar_t* __restrict__ x, int64_t n,
+                                                    bool largest,
+                                                    const Plan<KeyFor<scalar_t>>& plan, int64_t k,
+                                                    scalar_t* __restrict__ ov,
+                                                    int64_t* __restrict__ oi,
+                                                    unsigned (*s_sums)[kRowBlockThreads / 32]) {
+  using Packs = RowPacks<scalar_t>;
+  using Key = KeyFor<scalar_t>;
+  using Compute = typename Elem<scalar_t>::Compute;
+  constexpr int kWarps = kRowBlockThreads / 32;
+  constexpr int kPer = Packs::kPer;
+  const Packs packs(x, n);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  int64_t taken = 0, filled = 0;  // over the chunks before (block-uniform)
+  int64_t v = threadIdx.x;
+  typename Packs::Pack cur = packs.load(v < packs.count ? v : 0);
+  for (int parity = 0; v - threadIdx.x < packs.count; v += kRowBlockThreads, parity ^= 1) {
+    const int64_t vn = v + kRowBlockThreads;
+    typename Packs::Pack nxt;
+    if (vn < packs.count) nxt = packs.load(vn);
+    Key keys[kPer];
+    unsigned takes = 0, fills = 0;
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      keys[q] = directed_key_sel<Compute>(Packs::value(cur, q), largest);
+      const bool ok = v < packs.count && packs.in_row(v, q);
+      takes |= unsigned(ok && plan.takes(keys[q])) << q;
+      fills |= unsigned(ok && plan.fills(keys[q])) << q;
+    }
+    // (Both counts < 2^16: a chunk holds kRowBlockThreads * kPer <= 4096 elements.)
+    const unsigned mine = unsigned(__popc(takes)) | (unsigned(__popc(fills)) << 16);
+    const unsigned incl = warp_inclusive_sum(mine);
+    if (lane == 31) s_sums[parity][warp] = incl;
+    __syncthreads();  // (two slot sets: a chunk's slots are rewritten two chunks on, past a
+                      // barrier)
+    unsigned before = incl - mine, total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const unsigned s = s_sums[parity][w];
+      before += w < warp ? s : 0u;
+      total += s;
+    }
+    if (takes | fills) {
+      int64_t t_before = taken + (before & 0xFFFFu), f_before = filled + (before >> 16);
+#pragma unroll
+      for (int q = 0; q < kPer; ++q) {
+        const bool take = (takes >> q) & 1u;
+        const bool fill = ((fills >> q) & 1u) && f_before < plan.quota;
+        if (take || fill) {
+          const int64_t pos = t_before + min(f_before, plan.quota);
+          const int64_t e = packs.first_elem(v) + q;
+          ov[pos] = key_value(keys[q], x + e, largest);
+          oi[pos] = e;
+        }
+        t_before += take;
+        f_before += (fills >> q) & 1u;
+      }
+    }
+    taken += total & 0xFFFFu;
+    filled += total >> 16;
+    if (taken + min(filled, plan.quota) >= k) break;  // (uniform: every output is written)
+    cur = nxt;
+  }
+}
+
 template <typename scalar_t, bool kStreamed>
 __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
                                            scalar_t* __restrict__ out_values,
@@ -450,6 +617,7 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
   __shared__ int s_n;
   __shared__ Plan<Key> s_plan;
   __shared__ AheadTable<Key> s_ahead;
+  __shared__ unsigned s_sums[kStreamed ? 2 : 1][kWarps];
   const bool exact = max_iter < 0 && !(eps > Compute(0));
 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -474,35 +642,39 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
       plan = make_plan<Compute>(row, k, max_iter, eps);
     }
 
-    // Emit: each thread owns one contiguous segment (odd length, so that neighbouring threads'
-    // shared-memory reads fall in different banks); one block scan of (taken, tie) counts gives
-    // every thread its output position and its share of the ties, in index order.
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
-    const int64_t seg = ((cols + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
-    const int64_t begin = min(int64_t(threadIdx.x) * seg, cols);
-    const int64_t end = min(begin + seg, cols);
-    int64_t taken = 0, tied = 0;
-    for (int64_t e = begin; e < end; ++e) {
-      const Key key = row.key_at(e);
-      taken += plan.takes(key);
-      tied += plan.fills(key);
-    }
-    int64_t taken_before, tied_before;
-    block_scan2<kWarps>(s_scan_a, s_scan_b, taken, tied, taken_before, tied_before);
-    int64_t my_ties = min(max(plan.quota - tied_before, int64_t(0)), tied);
-    int64_t pos = taken_before + min(tied_before, plan.quota);
-    for (int64_t e = begin; e < end; ++e) {
-      const Key key = row.key_at(e);
-      bool take = plan.takes(key);
-      if (!take && my_ties > 0 && plan.fills(key)) {
-        take = true;
-        --my_ties;
+    if constexpr (kStreamed) {
+      block_emit_streamed(x, cols, largest, plan, k, ov, oi, s_sums);
+    } else {
+      // Emit: each thread owns one contiguous segment (odd length, so that neighbouring threads'
+      // shared-memory reads fall in different banks); one block scan of (taken, tie) counts gives
+      // every thread its output position and its share of the ties, in index order.
+      const int64_t seg = ((cols + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
+      const int64_t begin = min(int64_t(threadIdx.x) * seg, cols);
+      const int64_t end = min(begin + seg, cols);
+      int64_t taken = 0, tied = 0;
+      for (int64_t e = begin; e < end; ++e) {
+        const Key key = row.key_at(e);
+        taken += plan.takes(key);
+        tied += plan.fills(key);
       }
-      if (take) {
-        ov[pos] = key_value(key, x + e, largest);
-        oi[pos] = e;
-        ++pos;
+      int64_t taken_before, tied_before;
+      block_scan2<kWarps>(s_scan_a, s_scan_b, taken, tied, taken_before, tied_before);
+      int64_t my_ties = min(max(plan.quota - tied_before, int64_t(0)), tied);
+      int64_t pos = taken_before + min(tied_before, plan.quota);
+      for (int64_t e = begin; e < end; ++e) {
+        const Key key = row.key_at(e);
+        bool take = plan.takes(key);
+        if (!take && my_ties > 0 && plan.fills(key)) {
+          take = true;
+          --my_ties;
+        }
+        if (take) {
+          ov[pos] = key_value(key, x + e, largest);
+          oi[pos] = e;
+          ++pos;
+        }
       }
     }
     __syncthreads();  // the shared row is rewritten by the next row
