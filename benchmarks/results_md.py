@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from rtopk.bench import COLUMNS, _cell, adversarial_ratios, geomean  # noqa: E402
 
 GRID_NAMES = {"paper": "the paper grid", "moe": "mixture-of-experts sizes", "wide": "wide rows",
-              "long": "long rows", "adversarial": "adversarial rows", "issue2": "N = 2^18", "quick": "the quick grid"}
+              "long": "long rows", "vocab": "vocabulary rows (samplers)", "adversarial": "adversarial rows", "issue2": "N = 2^18", "quick": "the quick grid"}
 
 
 def by(rows, key):

@@ -37,6 +37,9 @@ GRIDS = {
     "moe": _grid([2**14, 2**16, 2**18], [8, 16, 64, 128, 256], [1, 2, 4, 8]),
     "wide": _grid([2**16], [1024, 2048, 4096, 8192], [8, 128, 512]),
     "long": _grid([2**13], [16384, 32768, 65536], [8, 128, 512]),
+    # Samplers: a batch of logits over a vocabulary (32000 Llama 2, 50304 GPT-NeoX, 128256 Llama 3, 151936 Qwen 2),
+    # few rows, top-k before sampling.
+    "vocab": _grid([1, 16, 64, 256], [32000, 50304, 128256, 151936], [1, 50]),
     # Row distributions that stress the search, each next to randn rows of the same shape; rows of 256 also at
     # 2^20 rows, where randn rows are cheapest per row (the four-lane kernel's walk) and the ratios largest.
     "adversarial": [
