@@ -181,7 +181,8 @@ struct Plan {
 //   max_iter == -1, eps == 0: exact.  Bisect the key bits for the k-th largest key T, starting
 //       below the common prefix of the row's min and max keys (at most kBits counts; stop early
 //       once exactly k keys are >= the candidate).  Emit every key > T and the lowest-indexed
-//       keys == T.
+//       keys == T.  (Any way of finding T selects the same elements: the CPU backend's radix
+//       select on rows of 1024+ elements, rtopk_cpu.cpp.)
 //   max_iter == -1, eps > 0: Algorithm 1.  Bisect arithmetic midpoints of [lo, hi] (finite min and
 //       max of the row) until exactly k elements are >= the midpoint, the bracket is no wider than
 //       eps*|max|, or no representable midpoint is left.  Emit everything >= hi, then fill from

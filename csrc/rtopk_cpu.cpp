@@ -50,6 +50,59 @@ struct CpuRow {
   }
 };
 
+// Exact mode on long rows: the k-th largest key T by a radix select, 11 key bits a level from
+// the top, each level's histogram over the keys that share the bits above (the first level's over
+// the whole row, the others' over candidates copied out at the second level and narrowed in place).
+// Returns Plan{T, T, k - count(> T)}: the selection exact_plan's plan makes (its early stop at a
+// candidate c with exactly k keys >= c takes those k keys, all of them >= T, in index order too),
+// with 3 passes over a fp32 row instead of up to 33 counts.  hist: kRadixBins slots; cand: n.
+constexpr int kRadixDigit = 11;
+constexpr int kRadixBins = 1 << kRadixDigit;
+constexpr int64_t kRadixMinCols = 1024;  // shorter: 2048 bins a level cost more than L1 counts
+
+template <typename Key>
+Plan<Key> radix_exact_plan(const Key* keys, int64_t n, int64_t k, uint32_t* hist, Key* cand) {
+  constexpr int kBits = KeyTraits<ComputeOf<Key>>::kBits;
+  int64_t need = k;  // the rank of T among the candidates left, from the top
+  // The level's bin holding the need-th largest candidate, from the top (the bins above it leave
+  // need).
+  const auto pick = [&](int bins) {
+    int b = bins - 1;
+    while (need > int64_t(hist[b])) {
+      need -= hist[b];
+      --b;
+    }
+    return Key(b);
+  };
+  int width = kRadixDigit, shift = kBits - kRadixDigit;
+  std::fill(hist, hist + kRadixBins, 0u);
+  for (int64_t j = 0; j < n; ++j) ++hist[keys[j] >> shift];
+  Key b = pick(1 << width);
+  Key prefix = b << shift;
+  int64_t m = 0;  // candidates: the keys in that bin
+  for (int64_t j = 0; j < n; ++j) {
+    cand[m] = keys[j];
+    m += (keys[j] >> shift) == b;
+  }
+  for (int hi = shift; hi > 0; hi = shift) {
+    width = std::min(kRadixDigit, hi);
+    shift = hi - width;
+    const Key mask = Key((Key(1) << width) - 1);
+    std::fill(hist, hist + (1 << width), 0u);
+    for (int64_t i = 0; i < m; ++i) ++hist[(cand[i] >> shift) & mask];
+    b = pick(1 << width);
+    prefix |= b << shift;
+    int64_t kept = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      const Key c = cand[i];
+      cand[kept] = c;
+      kept += ((c >> shift) & mask) == b;
+    }
+    m = kept;
+  }
+  return Plan<Key>{prefix, prefix, need};
+}
+
 template <typename scalar_t>
 void cpu_rows(RowProblem& p) {
   using Compute =
@@ -63,8 +116,11 @@ void cpu_rows(RowProblem& p) {
   const bool largest = p.largest, sorted = p.sorted;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(M, 1));
 
+  const bool radix = p.max_iter < 0 && !(eps > Compute(0)) && M >= kRadixMinCols;
   at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<Key> keys(M);
+    std::vector<Key> cand(radix ? M : 0);
+    std::vector<uint32_t> hist(radix ? kRadixBins : 0);
     std::vector<std::pair<Key, int64_t>> picked;
     const CpuRow<Key> row{keys.data(), M};
     for (int64_t r = begin; r < end; ++r) {
@@ -72,13 +128,29 @@ void cpu_rows(RowProblem& p) {
       for (int64_t j = 0; j < M; ++j) {
         keys[j] = directed_key<Compute>(static_cast<Compute>(x[j]), largest);
       }
-      const Plan<Key> plan = make_plan<Compute>(row, k, p.max_iter, eps);
+      const Plan<Key> plan = radix ? radix_exact_plan(keys.data(), M, k, hist.data(), cand.data())
+                                   : make_plan<Compute>(row, k, p.max_iter, eps);
       picked.clear();
       int64_t ties = 0;
-      for (int64_t j = 0; j < M && int64_t(picked.size()) < k; ++j) {
+      const auto pick = [&](int64_t j) {
         const Key key = keys[j];
         if (plan.takes(key) || (plan.fills(key) && ties++ < plan.quota))
           picked.emplace_back(key, j);
+      };
+      if (M >= kRadixMinCols) {
+        // Blocks of 16 keys with none the plan can emit (none >= lowest: a vector compare) are
+        // skipped, nearly all of them on a long row.
+        const Key lowest = plan.above == KeyTraits<Compute>::kMax
+                               ? plan.floor
+                               : std::min(plan.floor, Key(plan.above + 1));
+        for (int64_t j0 = 0; j0 < M && int64_t(picked.size()) < k; j0 += 16) {
+          const int64_t j1 = std::min(M, j0 + 16);
+          bool any = false;
+          for (int64_t j = j0; j < j1; ++j) any |= keys[j] >= lowest;
+          for (int64_t j = j0; any && j < j1 && int64_t(picked.size()) < k; ++j) pick(j);
+        }
+      } else {
+        for (int64_t j = 0; j < M && int64_t(picked.size()) < k; ++j) pick(j);
       }
       // Rank order: key descending, equal keys in index order (the order they were picked in).
       if (sorted) {

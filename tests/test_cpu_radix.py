@@ -1,0 +1,38 @@
+"""The CPU backend's exact mode on rows of 1024+ elements finds the k-th key by a radix select (csrc/rtopk_cpu.cpp,
+radix_exact_plan) instead of the shared bisection's counts; its answer must be the plain-torch reference's bit for
+bit: rows of every kind (ties at the k-th value, NaN, +-inf, signed zeros, crowds, denormals), every dtype, both
+directions, k from 1 to the whole row, and rows just below the length where it starts (the bisection's)."""
+
+import pytest
+import torch
+
+import rtopk
+from test_group_rows import same
+from test_stream_rows import KINDS, mixed_rows
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
+@pytest.mark.parametrize("M", [1023, 1024, 4099, 20000])
+def test_cpu_radix_matches_reference(M, dtype):
+    x = mixed_rows(M, dtype, seed=M, rows=2 * len(KINDS))
+    for k in (1, 2, 37, 512, M - 1, M):
+        for largest in (True, False):
+            try:
+                same(rtopk.topk_ref(x, k, largest=largest, sorted=False),
+                     rtopk.topk(x, k, largest=largest, sorted=False))
+            except AssertionError as err:
+                raise AssertionError(f"M={M} {dtype} k={k} largest={largest}: {err}") from None
+    same(rtopk.topk_ref(x, 40, sorted=True), rtopk.topk(x, 40, sorted=True))
+    same(rtopk.topk_ref(x, 40, sorted=False), rtopk.rtopk(x, 40))
+
+
+def test_cpu_radix_tied_bins():
+    """Keys that share their top 11, 22 or all 32 bits (the levels' digits) across the k-th value: a level's bin then
+    holds every candidate, and the ties at T are taken lowest index first."""
+    gen = torch.Generator().manual_seed(9)
+    base = torch.tensor(1.5).view(torch.int32)
+    for spread in (1, 1 << 10, 1 << 21):
+        bits = base + torch.randint(0, spread, (6, 5000), generator=gen, dtype=torch.int32)
+        x = bits.view(torch.float32)
+        for k in (1, 100, 2500, 4999):
+            same(rtopk.topk_ref(x, k, sorted=False), rtopk.topk(x, k, sorted=False))
