@@ -116,7 +116,8 @@ void cpu_rows(RowProblem& p) {
   const bool largest = p.largest, sorted = p.sorted;
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(M, 1));
 
-  const bool radix = p.max_iter < 0 && !(eps > Compute(0)) && M >= kRadixMinCols;
+  const bool exact = p.max_iter < 0 && !(eps > Compute(0));
+  const bool radix = exact && M >= kRadixMinCols;
   at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<Key> keys(M);
     std::vector<Key> cand(radix ? M : 0);
@@ -127,6 +128,16 @@ void cpu_rows(RowProblem& p) {
       const scalar_t* x = in + r * M;
       for (int64_t j = 0; j < M; ++j) {
         keys[j] = directed_key<Compute>(static_cast<Compute>(x[j]), largest);
+      }
+      if (exact && k == 1) {
+        // The largest key, its first index: what the plan selects at k = 1, in two vector passes.
+        Key best = 0;  // (below every element's key)
+        for (int64_t j = 0; j < M; ++j) best = std::max(best, keys[j]);
+        int64_t j = 0;
+        while (keys[j] != best) ++j;
+        out_v[r] = x[j];
+        out_i[r] = j;
+        continue;
       }
       const Plan<Key> plan = radix ? radix_exact_plan(keys.data(), M, k, hist.data(), cand.data())
                                    : make_plan<Compute>(row, k, p.max_iter, eps);

@@ -36,3 +36,19 @@ def test_cpu_radix_tied_bins():
         x = bits.view(torch.float32)
         for k in (1, 100, 2500, 4999):
             same(rtopk.topk_ref(x, k, sorted=False), rtopk.topk(x, k, sorted=False))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+def test_cpu_k1_matches_reference(dtype):
+    """Exact mode at k = 1 takes the largest key's first index directly (every row kind: the maximum tied, NaN,
+    +-inf, signed zeros, all NaN), rows of 1..3000 elements, both directions, sorted or not."""
+    for M in (1, 2, 7, 33, 256, 3000):
+        x = mixed_rows(M, dtype, seed=M, rows=2 * len(KINDS))
+        for largest in (True, False):
+            for sorted_ in (False, True):
+                try:
+                    same(rtopk.topk_ref(x, 1, largest=largest, sorted=sorted_),
+                         rtopk.topk(x, 1, largest=largest, sorted=sorted_))
+                except AssertionError as err:
+                    raise AssertionError(f"M={M} {dtype} largest={largest}: {err}") from None
+        same(rtopk.topk_ref(x, 1, sorted=False), rtopk.rtopk(x, 1))
