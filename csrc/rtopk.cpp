@@ -106,6 +106,7 @@ void solve_rows(RowProblem& p, RowSolver solve) {
 }  // namespace
 
 int debug_lane_mode() { return g_lane_mode.load(std::memory_order_relaxed); }
+bool debug_poison() { return g_poison_outputs.load(std::memory_order_relaxed); }
 
 std::tuple<at::Tensor, at::Tensor> run_rtopk(const at::Tensor& values, int64_t k, int64_t max_iter,
                                              double eps, RowSolver solve) {

@@ -27,6 +27,8 @@ struct RowProblem {
 // were measured faster (the default); 1, wherever their row shapes allow, whatever the number
 // of rows or k; 2, never.  Answers are the same in every mode; only the kernel changes.
 int debug_lane_mode();
+// Whether the tests asked for outputs (and a backend's scratch) poisoned before the kernels run.
+bool debug_poison();
 
 // A backend: fills p.values / p.indices for p.rows >= 1 and p.k >= 1, on p.input's device.
 using RowSolver = void (*)(RowProblem& p);

@@ -5,11 +5,46 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "../rtopk_op.h"
 #include "rtopk_launch.h"
 
 namespace rtopk {
 namespace {
+
+RowLaunch launch_args(const RowProblem& p, int num_sms) {
+  return RowLaunch{p.rows,    p.cols,   p.k,     p.max_iter,       p.eps,
+                   p.largest, p.sorted, num_sms, debug_lane_mode()};
+}
+
+// Few long rows in exact mode (split_rows): the segments' top k as candidates, then the rows' top
+// k of those, whose positions map back to the row's indices.
+template <typename scalar_t, typename native_t>
+void solve_split(RowProblem& p, RowSplit split, int num_sms, cudaStream_t stream) {
+  const int64_t cands = int64_t(split.segs) * p.k;
+  at::Tensor cand_values = at::empty({p.rows, cands}, p.input.options());
+  at::Tensor cand_indices = at::empty({p.rows, cands}, p.indices.options());
+  if (debug_poison()) {  // (every candidate is written: unwritten ones would show)
+    cand_values.fill_(std::numeric_limits<double>::quiet_NaN());
+    cand_indices.fill_(-1);
+  }
+  const RowLaunch first = launch_args(p, num_sms);
+  launch_split_segments<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
+                                  reinterpret_cast<native_t*>(cand_values.data_ptr<scalar_t>()),
+                                  cand_indices.data_ptr<int64_t>(), first, split, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  RowLaunch second = first;
+  second.cols = cands;
+  at::Tensor at_pos = at::empty({p.rows, p.k}, p.indices.options());
+  p.sorted_done =
+      launch_rtopk<native_t>(reinterpret_cast<const native_t*>(cand_values.data_ptr<scalar_t>()),
+                             reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
+                             at_pos.data_ptr<int64_t>(), second, stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  at::Tensor out = p.indices.view({p.rows, p.k});
+  at::gather_out(out, cand_indices, 1, at_pos);
+}
 
 template <typename scalar_t, typename native_t>
 void run(RowProblem& p, int num_sms, cudaStream_t stream) {
@@ -21,9 +56,13 @@ void run(RowProblem& p, int num_sms, cudaStream_t stream) {
     p.values.copy_(p.input);
     p.indices.copy_(at::arange(p.cols, p.indices.options()));
     p.sorted_done = false;
+  } else if (const RowSplit split =
+                 split_rows(launch_args(p, num_sms), int(sizeof(native_t)),
+                            reinterpret_cast<uintptr_t>(p.input.data_ptr()) % 16 == 0);
+             split.segs > 0) {
+    if constexpr (sizeof(native_t) <= 4) solve_split<scalar_t, native_t>(p, split, num_sms, stream);
   } else {
-    const RowLaunch args{p.rows,    p.cols,   p.k,     p.max_iter,       p.eps,
-                         p.largest, p.sorted, num_sms, debug_lane_mode()};
+    const RowLaunch args = launch_args(p, num_sms);
     p.sorted_done =
         launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
                                reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),

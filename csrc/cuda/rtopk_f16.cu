@@ -5,6 +5,8 @@ namespace rtopk {
 RTOPK_EXTERN_PARTS(__half);
 template bool launch_rtopk<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
                                    cudaStream_t);
+template void launch_split_segments<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
+                                            RowSplit, cudaStream_t);
 template bool launch_sort_rows<__half>(__half*, int64_t*, int64_t, int64_t, bool, int,
                                        cudaStream_t);
 }  // namespace rtopk

@@ -860,6 +860,16 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   return false;
 }
 
+template <typename scalar_t>
+void launch_split_segments(const scalar_t* in, scalar_t* cand_values, int64_t* cand_indices,
+                           const RowLaunch& a, RowSplit s, cudaStream_t stream) {
+  static_assert(sizeof(scalar_t) <= 4, "the streaming kernel takes 16/32-bit rows");
+  static_assert(kSplitMaxK == cuda_detail::kStreamMaxK,
+                "split_rows keeps to the streaming kernel's k");
+  cuda_detail::launch_stream_items<scalar_t>(in, cand_values, cand_indices, a, s.seg, s.segs,
+                                             stream);
+}
+
 // The heaviest instances are explicitly instantiated in their own files (csrc/cuda/inst/), so that
 // they compile in parallel: the group kernels (about a minute each per dtype), the warp kernels
 // of 48 and 64 values per lane, the streaming kernels and the four-lane kernels.  A dtype's main
@@ -870,9 +880,9 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
 #define RTOPK_WARP_ROWS(T, VPT)                                                                 \
   template bool cuda_detail::launch_warp_rows<T, VPT>(const T*, T*, int64_t*, const RowLaunch&, \
                                                       cudaStream_t)
-#define RTOPK_STREAM_ROWS(T)                                                                 \
-  template void cuda_detail::launch_stream_rows<T>(const T*, T*, int64_t*, const RowLaunch&, \
-                                                   cudaStream_t)
+#define RTOPK_STREAM_ROWS(T)                                                                       \
+  template void cuda_detail::launch_stream_items<T>(const T*, T*, int64_t*, const RowLaunch&, int, \
+                                                    int, cudaStream_t)
 #define RTOPK_LANE_ROWS(T)                                                                 \
   template void cuda_detail::launch_lane_rows<T>(const T*, T*, int64_t*, const RowLaunch&, \
                                                  cudaStream_t)

@@ -440,11 +440,12 @@ __device__ __forceinline__ int stream_row(const scalar_t* x, int cols, int k, bo
 // read one row ahead.
 // Blocks a SM: 6 fit the 1024-entry lists' shared memory; with 512-entry lists 16-bit rows run 2-3%
 // faster at 8 (64 registers), fp32 rows the same (notes v24).
-template <typename scalar_t, bool kLargest, bool kVec, int LC, int G>
+template <typename scalar_t, bool kLargest, bool kVec, int LC, int G, bool kSegs = false>
 __global__ void __launch_bounds__(kStreamWarps * 32,
                                   LC == kStreamListShort && sizeof(scalar_t) == 2 ? 8 : 6)
     stream_values_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                         int64_t* __restrict__ out_indices, int64_t rows, int cols, int k) {
+                         int64_t* __restrict__ out_indices, int64_t rows, int cols, int k, int seg,
+                         int segs) {
   using L = StreamLoad<scalar_t, kVec>;
   static_assert(LC % 128 == 0, "list_cut reads the list in steps of 128 keys");
   static_assert(32 * L::E + 5 * (LC == kStreamListShort ? kStreamShortK : kStreamMaxK) / 4 <= LC,
@@ -456,25 +457,43 @@ __global__ void __launch_bounds__(kStreamWarps * 32,
   // (The warp index through a shuffle: a warp-uniform row loop, see warp_values_kernel.)
   const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);
   const int64_t stride = int64_t(gridDim.x) * kStreamWarps;
-  const auto ends = [&](int64_t r) {  // (first, last) of row r, lanes 0 and 1
-    return r < rows && lane < 2 ? Elem<scalar_t>::to_compute(in[r * cols + (lane ? cols - 1 : 0)])
-                                : 0.f;
+  // Item r: row r, or (kSegs) segment r % segs of row r / segs, its elements [s * seg, s * seg +
+  // seg) (the last segment: to the row's end).  Rows alone keep the row length in the kernel's
+  // parameters: a length in a register made one instance spill.
+  const auto item = [&](int64_t r, int& n) {
+    if constexpr (!kSegs) {
+      n = cols;
+      return in + r * int64_t(cols);
+    } else {
+      const int64_t row = r / segs;
+      const int first = int(r - row * segs) * seg;
+      n = first + seg + seg > cols ? cols - first : seg;  // (the last segment: to the row's end)
+      return in + row * int64_t(cols) + first;
+    }
+  };
+  const auto ends = [&](int64_t r) {  // (first, last) of item r, lanes 0 and 1
+    int n;
+    const scalar_t* x = item(r < rows ? r : 0, n);
+    return r < rows && lane < 2 ? Elem<scalar_t>::to_compute(x[lane ? n - 1 : 0]) : 0.f;
   };
   int64_t r = int64_t(blockIdx.x) * kStreamWarps + warp;
   float end = ends(r);
   for (; r < rows; r += stride) {
-    const scalar_t* x = in + r * cols;
+    int n;
+    const scalar_t* x = item(r, n);
     const uint32_t end_key = stream_key<kLargest>(end);
     const bool back = __shfl_sync(kFullMask, end_key, 1) > __shfl_sync(kFullMask, end_key, 0);
     end = ends(r + stride);
-    const int at = stream_row<kLargest, LC, G, L>(x, cols, k, back, s_keys[warp], s_idx[warp],
-                                                  s_scratch[warp]);
+    const int at =
+        stream_row<kLargest, LC, G, L>(x, n, k, back, s_keys[warp], s_idx[warp], s_scratch[warp]);
     scalar_t* ov = out_values + r * k;
     int64_t* oi = out_indices + r * k;
+    // (The segment's first index again here, not kept through the row's stream: registers.)
+    const int base = kSegs ? int(r % segs) * seg : 0;
     for (int p = lane; p < k; p += 32) {
       const int e = s_idx[warp][at + p];
       ov[p] = key_value<scalar_t>(s_keys[warp][at + p], x + e, kLargest);
-      oi[p] = e;
+      oi[p] = base + e;
     }
     __syncwarp();  // the list is rewritten by this warp's next row
   }
@@ -489,19 +508,29 @@ inline bool stream_applies(const RowLaunch& a) {
          a.rows >= 4 * int64_t(a.num_sms > 1 ? a.num_sms : 1);
 }
 
+// The streaming kernel over rows (segs == 1), or over segments of seg elements, segs a row (the
+// last segment of a row up to its end), each segment's k selected into rows * segs outputs.
 template <typename scalar_t>
-void launch_stream_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
-                        cudaStream_t stream) {
+void launch_stream_items(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a, int seg,
+                         int segs, cudaStream_t stream) {
+  const int64_t items = a.rows * segs;
   const auto launch = [&](auto kernel) {
     const unsigned grid = resident_grid(kernel, kStreamWarps * 32,
-                                        (a.rows + kStreamWarps - 1) / kStreamWarps, a.num_sms);
-    kernel<<<grid, kStreamWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
-                                                   static_cast<int>(a.k));
+                                        (items + kStreamWarps - 1) / kStreamWarps, a.num_sms);
+    kernel<<<grid, kStreamWarps * 32, 0, stream>>>(in, ov, oi, items, static_cast<int>(a.cols),
+                                                   static_cast<int>(a.k), seg, segs);
   };
-  // 16-byte loads where every row starts 16-byte aligned.
+  // 16-byte loads where every row starts 16-byte aligned (and every segment: seg is a multiple
+  // of 8 elements; split_rows only cuts such rows).
   const bool vec =
       (a.cols * int64_t(sizeof(scalar_t))) % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
-  if (vec && a.k <= kStreamShortK) {
+  if (segs > 1 && a.k <= kStreamShortK) {
+    a.largest ? launch(stream_values_kernel<scalar_t, true, true, kStreamListShort, 4, true>)
+              : launch(stream_values_kernel<scalar_t, false, true, kStreamListShort, 4, true>);
+  } else if (segs > 1) {
+    a.largest ? launch(stream_values_kernel<scalar_t, true, true, kStreamListLong, 4, true>)
+              : launch(stream_values_kernel<scalar_t, false, true, kStreamListLong, 4, true>);
+  } else if (vec && a.k <= kStreamShortK) {
     a.largest ? launch(stream_values_kernel<scalar_t, true, true, kStreamListShort, 4>)
               : launch(stream_values_kernel<scalar_t, false, true, kStreamListShort, 4>);
   } else if (vec) {
@@ -511,6 +540,12 @@ void launch_stream_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
     a.largest ? launch(stream_values_kernel<scalar_t, true, false, kStreamListLong, 16>)
               : launch(stream_values_kernel<scalar_t, false, false, kStreamListLong, 16>);
   }
+}
+
+template <typename scalar_t>
+void launch_stream_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                        cudaStream_t stream) {
+  launch_stream_items(in, ov, oi, a, static_cast<int>(a.cols), 1, stream);
 }
 
 }  // namespace cuda_detail
