@@ -116,3 +116,11 @@ def test_lane_rows(dtype):
             for largest in (True, False):
                 for sort in (False, True):
                     same_as_cpu(x, k, rows, largest=largest, sorted=sort)
+
+
+def test_block_rows_early_float32_20000():
+    """Early stopping on rows of 20000 with 4+ rows a SM: the block kernel re-reading its rows (fewer rows take
+    the segments of split_early_rows, test_paths' (2, 20000))."""
+    gen = torch.Generator().manual_seed(17)
+    x = make_rows("randn", (2, 20000), torch.float32, "cpu", gen)
+    same_as_cpu(x, 16, rows=600, max_iter=3)

@@ -46,6 +46,23 @@ void solve_split(RowProblem& p, RowSplit split, int num_sms, cudaStream_t stream
   at::gather_out(out, cand_indices, 1, at_pos);
 }
 
+// Few long rows with early stopping (split_early_rows): a block a segment, the search replayed on
+// the segments' counts.  The outputs come in index order.
+template <typename scalar_t, typename native_t>
+void solve_split_early(RowProblem& p, SplitEarly split, int num_sms, cudaStream_t stream) {
+  const RowLaunch args = launch_args(p, num_sms);
+  const int key_bytes = sizeof(native_t) == 8 ? 8 : 4;
+  const SplitEarlyLayout layout = split_early_layout(args, split, key_bytes);
+  at::Tensor work =
+      at::empty({static_cast<int64_t>(layout.bytes)}, p.input.options().dtype(at::kByte));
+  if (debug_poison()) work.fill_(0xA5);  // (every part is written before it is read)
+  launch_split_early<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
+                               reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),
+                               p.indices.data_ptr<int64_t>(), args, split, work.data_ptr(), stream);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  p.sorted_done = false;
+}
+
 template <typename scalar_t, typename native_t>
 void run(RowProblem& p, int num_sms, cudaStream_t stream) {
   if (p.k == p.cols && p.cols > kRankOrderFreeCols) {
@@ -61,6 +78,8 @@ void run(RowProblem& p, int num_sms, cudaStream_t stream) {
                             reinterpret_cast<uintptr_t>(p.input.data_ptr()) % 16 == 0);
              split.segs > 0) {
     if constexpr (sizeof(native_t) <= 4) solve_split<scalar_t, native_t>(p, split, num_sms, stream);
+  } else if (const SplitEarly early = split_early_rows(launch_args(p, num_sms)); early.segs > 0) {
+    solve_split_early<scalar_t, native_t>(p, early, num_sms, stream);
   } else {
     const RowLaunch args = launch_args(p, num_sms);
     p.sorted_done =

@@ -1,5 +1,6 @@
 // One dtype per file, its heaviest kernels in csrc/cuda/inst/, so the kernels compile in parallel.
 #include "rtopk_kernels.cuh"
+#include "rtopk_split_rows.cuh"
 
 namespace rtopk {
 RTOPK_EXTERN_PARTS(__half);
@@ -9,4 +10,6 @@ template void launch_split_segments<__half>(const __half*, __half*, int64_t*, co
                                             RowSplit, cudaStream_t);
 template bool launch_sort_rows<__half>(__half*, int64_t*, int64_t, int64_t, bool, int,
                                        cudaStream_t);
+template void launch_split_early<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
+                                         SplitEarly, void*, cudaStream_t);
 }  // namespace rtopk

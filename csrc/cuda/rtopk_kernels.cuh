@@ -233,6 +233,27 @@ struct RowPacks {
   }
 };
 
+// The block's minimum and maximum of the threads' mn and mx, in every thread (s_lo, s_hi: kWarps
+// slots each; free again when it returns).
+template <int kWarps, typename Key>
+__device__ __forceinline__ void block_min_max(Key& mn, Key& mx, Key* s_lo, Key* s_hi) {
+  mn = warp_min(mn);
+  mx = warp_max(mx);
+  if ((threadIdx.x & 31) == 0) {
+    s_lo[threadIdx.x / 32] = mn;
+    s_hi[threadIdx.x / 32] = mx;
+  }
+  __syncthreads();
+  mn = s_lo[0];
+  mx = s_hi[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) {
+    mn = s_lo[w] < mn ? s_lo[w] : mn;
+    mx = s_hi[w] > mx ? s_hi[w] : mx;
+  }
+  __syncthreads();
+}
+
 // kStreamed: rows longer than the cache, re-read on every pass (then cache is nullptr), with the
 // look-ahead; the cached rows' instance compiles without it.
 template <typename scalar_t, bool kStreamed = false>
@@ -360,21 +381,9 @@ struct BlockRow {
     } else {
       for (int e = threadIdx.x; e < n; e += kRowBlockThreads) see(cache[e]);
     }
-    mn = warp_min(mn);
-    mx = warp_max(mx);
-    if ((threadIdx.x & 31) == 0) {
-      s_lo[threadIdx.x / 32] = mn;
-      s_hi[threadIdx.x / 32] = mx;
-    }
-    __syncthreads();
-    lo = s_lo[0];
-    hi = s_hi[0];
-#pragma unroll
-    for (int w = 1; w < kWarps; ++w) {
-      lo = s_lo[w] < lo ? s_lo[w] : lo;
-      hi = s_hi[w] > hi ? s_hi[w] : hi;
-    }
-    __syncthreads();
+    block_min_max<kWarps>(mn, mx, s_lo, s_hi);
+    lo = mn;
+    hi = mx;
     return hi != 0;
   }
 };
@@ -530,14 +539,13 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
 // (kRowBlockThreads packs), the next chunk's pack loaded while the current one is placed; one block
 // scan of (taken, filled) counts a chunk places them.  It stops at the chunk that completes the k
 // outputs: Algorithm 2 emits the first k elements at or above lo, which a randn row holds long
-// before its end.  (The cached rows' emit, below, reads its row twice from shared memory.)
+// before its end.  (The cached rows' emit, below, reads its row twice from shared memory.)  The
+// indices written are index_base + the element's position in x (a segment of a longer row).
 template <typename scalar_t>
-__device__ __forceinline__ void block_emit_streamed(const scalar_t* __restrict__ x, int64_t n,
-                                                    bool largest,
-                                                    const Plan<KeyFor<scalar_t>>& plan, int64_t k,
-                                                    scalar_t* __restrict__ ov,
-                                                    int64_t* __restrict__ oi,
-                                                    unsigned (*s_sums)[kRowBlockThreads / 32]) {
+__device__ __forceinline__ void block_emit_streamed(
+    const scalar_t* __restrict__ x, int64_t n, bool largest, const Plan<KeyFor<scalar_t>>& plan,
+    int64_t k, scalar_t* __restrict__ ov, int64_t* __restrict__ oi,
+    unsigned (*s_sums)[kRowBlockThreads / 32], int64_t index_base = 0) {
   using Packs = RowPacks<scalar_t>;
   using Key = KeyFor<scalar_t>;
   using Compute = typename Elem<scalar_t>::Compute;
@@ -584,7 +592,7 @@ __device__ __forceinline__ void block_emit_streamed(const scalar_t* __restrict__
           const int64_t pos = t_before + min(f_before, plan.quota);
           const int64_t e = packs.first_elem(v) + q;
           ov[pos] = key_value(keys[q], x + e, largest);
-          oi[pos] = e;
+          oi[pos] = index_base + e;
         }
         t_before += take;
         f_before += (fills >> q) & 1u;

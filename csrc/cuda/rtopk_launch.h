@@ -73,6 +73,85 @@ template <typename scalar_t>
 void launch_split_segments(const scalar_t* in, scalar_t* cand_values, int64_t* cand_indices,
                            const RowLaunch& a, RowSplit s, cudaStream_t stream);
 
+// Early stopping (max_iter >= 1, Algorithm 2) on rows too few for a block each to fill the
+// device (fewer than 2 a SM, over the rounds below) and longer than the group kernel's (16384):
+// each row is cut into
+// `segs` segments of `seg` elements (the last one to the row's end), a block a segment.  The
+// segments' finite key ranges (one pass), then rounds of: one warp a row replays make_plan on the
+// counts known so far and names the thresholds it is missing (the next kAheadDepth bisection steps'
+// tree, rtopk_algo.h's look-ahead), every segment counts them (one pass); then the segments emit
+// their share of the plan in index order (a segment past the k outputs reads nothing).  The plan
+// is make_plan's own on the whole row's counts, so the answer is the block kernel's, bit for bit.
+// A miss only comes at steps 0, 4, 8, ... of the bisection (each round's tree covers the next 4)
+// or, before any step, at the count of lo (eps ends the search at once): ceil(max_iter / 4) rounds.
+// (One block a row took 64 rows of 128256 at max_iter = 4 to 2.7x the exact split's time, notes
+// v56.)
+struct SplitEarly {
+  int64_t seg;
+  int segs;    // 0: does not apply
+  int rounds;  // count passes
+};
+constexpr int64_t kSplitEarlyMaxIter = 16;  // 4 rounds at most; more go to the block kernel
+constexpr int64_t kSplitEarlyMinSeg = 2048;
+inline SplitEarly split_early_rows(const RowLaunch& a) {
+  const int64_t sms = a.num_sms > 1 ? a.num_sms : 1;
+  const int64_t rounds = (a.max_iter + 3) / 4;
+  // (Each round is a pass, and one block a row counts 4 steps a pass too: H100, fp32 / bf16,
+  // against the block kernel, max_iter = 4 at 128 and 256 rows of 151936 0.83-0.90x its time, but
+  // at 527 rows of 20000 1.11x; max_iter = 8 at 64 rows 0.75-0.81x, at 128 1.00-1.11x, notes v56.)
+  if (a.max_iter < 1 || a.max_iter > kSplitEarlyMaxIter || a.rows * rounds * rounds >= 2 * sms ||
+      a.cols < kSplitMinCols)
+    return SplitEarly{0, 0, 0};
+  // About 8 blocks an SM in all, segments of at least kSplitEarlyMinSeg.  (One wave of longer
+  // segments, two blocks an SM with 4 packs a thread in flight, measured slower: 64 x 128256 at
+  // max_iter = 4 0.096 against 0.086 ms, 64 x 2^20 0.54 against 0.37; notes v56.)
+  const int64_t want = (8 * sms + a.rows - 1) / a.rows;  // segments a row
+  int64_t seg = (a.cols + want - 1) / want;
+  seg = seg < kSplitEarlyMinSeg ? kSplitEarlyMinSeg : (seg + 7) / 8 * 8;
+  const int64_t segs = (a.cols + seg - 1) / seg;
+  return SplitEarly{seg, static_cast<int>(segs), static_cast<int>(rounds)};
+}
+
+// The scratch of a split_early launch, in bytes from its start (16-byte aligned parts).  Every
+// part is written before it is read, so it needs no clearing.
+struct SplitEarlyLayout {
+  size_t seg_lo, seg_hi;  // Key [rows][segs]: the segments' finite key ranges
+  size_t thresholds;      // Key [rounds][rows][16]: the keys each round counts
+  size_t nthr;            // int [rounds][rows]: how many (0: the row is planned)
+  size_t counts;          // unsigned [rounds][rows][segs][16]
+  size_t status;          // int [rows]: 1 once planned
+  size_t above, floor;    // Key [rows]: the plan
+  size_t info;            // int64 [rows][segs][3]: output position, quota, outputs of each segment
+  size_t bytes;
+};
+inline SplitEarlyLayout split_early_layout(const RowLaunch& a, SplitEarly s, int key_bytes) {
+  SplitEarlyLayout l{};
+  size_t at = 0;
+  const auto part = [&at](size_t bytes) {
+    const size_t here = at;
+    at += (bytes + 15) / 16 * 16;
+    return here;
+  };
+  const size_t rows = size_t(a.rows), rs = rows * size_t(s.segs), rr = size_t(s.rounds) * rows;
+  l.seg_lo = part(rs * key_bytes);
+  l.seg_hi = part(rs * key_bytes);
+  l.thresholds = part(rr * 16 * key_bytes);
+  l.nthr = part(rr * sizeof(int));
+  l.counts = part(rr * size_t(s.segs) * 16 * sizeof(unsigned));
+  l.status = part(rows * sizeof(int));
+  l.above = part(rows * key_bytes);
+  l.floor = part(rows * key_bytes);
+  l.info = part(rs * 3 * sizeof(int64_t));
+  l.bytes = at;
+  return l;
+}
+
+// The launches of a split_early (on `stream`; the caller checks them): rows x k outputs in index
+// order.  `work` holds split_early_layout(a, s, sizeof(key)).bytes bytes.
+template <typename scalar_t>
+void launch_split_early(const scalar_t* in, scalar_t* out_values, int64_t* out_indices,
+                        const RowLaunch& a, SplitEarly s, void* work, cudaStream_t stream);
+
 // Puts rows x k outputs that are in index order into rank order, in place (one kernel on
 // `stream`).  Returns false, launching nothing, where it does not apply (float64, k > 1024).
 template <typename scalar_t>
