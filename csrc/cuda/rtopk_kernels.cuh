@@ -11,7 +11,10 @@
 // (rtopk_group_values.cuh).  Longer rows, and float64 rows above 1024: one block per row.  Rows of
 // up to kBlockCacheBytes of keys are converted once into shared memory (longer ones are re-read
 // from global memory on each pass); the emit gives every thread a contiguous segment and places it
-// with one block scan.
+// with one block scan.  Few long rows (fewer than the device's SMs take well, one a block or a
+// warp) are cut into segments instead: rtopk_launch.h's split_rows (exact mode, the streaming
+// kernel over the segments) and split_early_rows (max_iter, rtopk_split_rows.cuh), chosen by the
+// glue.
 #pragma once
 
 #include <cuda_bf16.h>
