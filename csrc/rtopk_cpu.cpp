@@ -5,6 +5,9 @@
 #include <torch/library.h>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -14,6 +17,29 @@
 
 namespace rtopk {
 namespace {
+
+// directed_key (rtopk_algo.h) as arithmetic and masks, so that the loops converting a row
+// vectorize (with its branches they stayed scalar, "control flow in loop": a NaN test a key was a
+// third of a 256 x 65536 call, perf).  The same key for every input: checked over all 2^32 float
+// bit patterns, both directions.  -0.0 + 0.0 is +0.0, whose bits make kZero; a negative's bits
+// are flipped, a positive's sign bit set; NaN takes the direction's NaN key.
+template <typename Compute>
+struct KeyMap {
+  using T = KeyTraits<Compute>;
+  using Key = typename T::Key;
+  using SKey = typename std::make_signed<Key>::type;
+  Compute sign;
+  Key nan_key;
+  explicit KeyMap(bool largest)
+      : sign(largest ? Compute(1) : Compute(-1)), nan_key(largest ? T::kMax : Key(1)) {}
+  Key operator()(Compute v) const {
+    const Compute f = v * sign + Compute(0);
+    const Key b = T::bits(f);
+    const Key key = b ^ (Key(SKey(b) >> (T::kBits - 1)) | T::kZero);
+    const Key nan = Key(0) - Key(v != v);
+    return (key & ~nan) | (nan_key & nan);
+  }
+};
 
 template <typename Key>
 struct CpuRow {
@@ -103,6 +129,57 @@ Plan<Key> radix_exact_plan(const Key* keys, int64_t n, int64_t k, uint32_t* hist
   return Plan<Key>{prefix, prefix, need};
 }
 
+// Exact mode on long rows at small k: a threshold L from a sample of the row's keys (every
+// (M / s)-th, s = M / 16 within 64..kSampleKeys), the r-th largest of them with r well above the k
+// * s / M that fall at or above T (the row's k-th largest key) on average; one pass then converts
+// the row and keeps the keys >= L with their indices (blocks of 16 with none skipped), and the
+// radix select runs on those.  Once k keys are >= L, every key >= T is among them, in index order,
+// so the plan and its picks are the whole row's; a row where fewer are (a sample that missed) takes
+// the full path.  The row's keys are then neither stored nor read again: one pass over the input
+// where the full path makes four over the keys.
+constexpr int kSampleKeys = 1024;
+
+// L (false: k is too large a share of the row for a sample to narrow it).
+template <typename Compute, typename scalar_t, typename Key>
+bool sample_threshold(const scalar_t* x, int64_t n, int64_t k, const KeyMap<Compute>& key_of,
+                      Key* sample, Key& L) {
+  const int64_t s = std::min<int64_t>(kSampleKeys, std::max<int64_t>(64, n / 16));
+  const double mean = double(k) * double(s) / double(n);
+  const int64_t r = int64_t(std::ceil(mean + 4.0 * std::sqrt(mean) + 4.0));
+  if (r > s / 8) return false;
+  for (int64_t i = 0; i < s; ++i) sample[i] = key_of(static_cast<Compute>(x[i * n / s]));
+  std::nth_element(sample, sample + (r - 1), sample + s, std::greater<Key>());
+  L = sample[r - 1];
+  return true;
+}
+
+// The keys >= L and their indices, in index order; returns how many.  A chunk of the row is
+// converted into `buf` first (the plain map the compiler vectorizes), then blocks of 16 with no
+// key >= L (a vector compare) are skipped.  buf: kFilterChunk keys.
+constexpr int kFilterChunk = 512;
+template <typename Compute, typename scalar_t, typename Key>
+int64_t keys_at_least(const scalar_t* x, int64_t n, const KeyMap<Compute>& key_of, Key L, Key* buf,
+                      Key* keys, int64_t* index) {
+  constexpr int kBlock = 16;
+  int64_t m = 0;
+  for (int64_t c0 = 0; c0 < n; c0 += kFilterChunk) {
+    const int len = int(std::min<int64_t>(kFilterChunk, n - c0));
+    for (int i = 0; i < len; ++i) buf[i] = key_of(static_cast<Compute>(x[c0 + i]));
+    for (int b0 = 0; b0 < len; b0 += kBlock) {
+      const int b1 = std::min(len, b0 + kBlock);
+      unsigned at_least = 0;  // (a count, not a bool: the compiler vectorizes it)
+      for (int i = b0; i < b1; ++i) at_least += buf[i] >= L;
+      if (at_least == 0) continue;
+      for (int i = b0; i < b1; ++i) {
+        keys[m] = buf[i];
+        index[m] = c0 + i;
+        m += buf[i] >= L;
+      }
+    }
+  }
+  return m;
+}
+
 template <typename scalar_t>
 void cpu_rows(RowProblem& p) {
   using Compute =
@@ -114,6 +191,7 @@ void cpu_rows(RowProblem& p) {
   const int64_t M = p.cols, k = p.k;
   const Compute eps = static_cast<Compute>(p.eps);
   const bool largest = p.largest, sorted = p.sorted;
+  const KeyMap<Compute> key_of(largest);
   const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(M, 1));
 
   const bool exact = p.max_iter < 0 && !(eps > Compute(0));
@@ -121,13 +199,45 @@ void cpu_rows(RowProblem& p) {
   at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<Key> keys(M);
     std::vector<Key> cand(radix ? M : 0);
+    // (Left uninitialized: only its first candidates are ever touched.)
+    std::unique_ptr<int64_t[]> cand_index(radix && k > 1 ? new int64_t[M] : nullptr);
     std::vector<uint32_t> hist(radix ? kRadixBins : 0);
     std::vector<std::pair<Key, int64_t>> picked;
+    Key filter_buf[kFilterChunk];
     const CpuRow<Key> row{keys.data(), M};
+    // Rank order: key descending, equal keys in index order (the order they were picked in).
+    const auto write = [&](int64_t r, const scalar_t* x) {
+      if (sorted) {
+        std::stable_sort(picked.begin(), picked.end(),
+                         [](const auto& a, const auto& b) { return a.first > b.first; });
+      }
+      for (int64_t i = 0; i < k; ++i) {
+        out_v[r * k + i] = x[picked[i].second];
+        out_i[r * k + i] = picked[i].second;
+      }
+    };
     for (int64_t r = begin; r < end; ++r) {
       const scalar_t* x = in + r * M;
+      Key L;
+      if (radix && k > 1 && sample_threshold<Compute>(x, M, k, key_of, cand.data(), L)) {
+        // (keys: the candidates' keys; cand: the radix select's scratch.)
+        const int64_t m =
+            keys_at_least<Compute>(x, M, key_of, L, filter_buf, keys.data(), cand_index.get());
+        if (m >= k) {
+          const Plan<Key> plan = radix_exact_plan(keys.data(), m, k, hist.data(), cand.data());
+          picked.clear();
+          int64_t ties = 0;
+          for (int64_t i = 0; i < m && int64_t(picked.size()) < k; ++i) {
+            const Key key = keys[i];
+            if (plan.takes(key) || (plan.fills(key) && ties++ < plan.quota))
+              picked.emplace_back(key, cand_index[i]);
+          }
+          write(r, x);
+          continue;
+        }
+      }
       for (int64_t j = 0; j < M; ++j) {
-        keys[j] = directed_key<Compute>(static_cast<Compute>(x[j]), largest);
+        keys[j] = key_of(static_cast<Compute>(x[j]));
       }
       if (exact && k == 1) {
         // The largest key, its first index: what the plan selects at k = 1, in two vector passes.
@@ -156,22 +266,14 @@ void cpu_rows(RowProblem& p) {
                                : std::min(plan.floor, Key(plan.above + 1));
         for (int64_t j0 = 0; j0 < M && int64_t(picked.size()) < k; j0 += 16) {
           const int64_t j1 = std::min(M, j0 + 16);
-          bool any = false;
-          for (int64_t j = j0; j < j1; ++j) any |= keys[j] >= lowest;
-          for (int64_t j = j0; any && j < j1 && int64_t(picked.size()) < k; ++j) pick(j);
+          unsigned at_least = 0;
+          for (int64_t j = j0; j < j1; ++j) at_least += keys[j] >= lowest;
+          for (int64_t j = j0; at_least && j < j1 && int64_t(picked.size()) < k; ++j) pick(j);
         }
       } else {
         for (int64_t j = 0; j < M && int64_t(picked.size()) < k; ++j) pick(j);
       }
-      // Rank order: key descending, equal keys in index order (the order they were picked in).
-      if (sorted) {
-        std::stable_sort(picked.begin(), picked.end(),
-                         [](const auto& a, const auto& b) { return a.first > b.first; });
-      }
-      for (int64_t i = 0; i < k; ++i) {
-        out_v[r * k + i] = x[picked[i].second];
-        out_i[r * k + i] = picked[i].second;
-      }
+      write(r, x);
     }
   });
   p.sorted_done = sorted;

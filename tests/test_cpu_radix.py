@@ -52,3 +52,22 @@ def test_cpu_k1_matches_reference(dtype):
                 except AssertionError as err:
                     raise AssertionError(f"M={M} {dtype} largest={largest}: {err}") from None
         same(rtopk.topk_ref(x, 1, sorted=False), rtopk.rtopk(x, 1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_cpu_sampled_threshold_fallback(dtype):
+    """Exact mode at small k on rows of 1024+ first keeps the keys at or above a threshold taken from a sample of
+    every (M / 1024)-th key; rows whose sampled keys are the largest make that threshold keep fewer than k keys, and
+    those rows take the full path; rows with the k-th value tied past the threshold's copies keep too many."""
+    gen = torch.Generator().manual_seed(12)
+    M = 4096
+    x = torch.randn(8, M, generator=gen).to(dtype)
+    sampled = torch.arange(1024) * M // 1024
+    x[:4, sampled] = (100 + torch.arange(1024, dtype=torch.float32)).to(dtype)  # the sample's top: only 1024 keys
+    x[4:6, sampled] = -100.0  # the sample's threshold below every other key
+    x[6:] = torch.randint(0, 3, (2, M), generator=gen).to(dtype)  # three values: L tied with a third of the row
+    for k in (2, 40, 64, 300):
+        for largest in (True, False):
+            for sorted_ in (False, True):
+                same(rtopk.topk_ref(x, k, largest=largest, sorted=sorted_),
+                     rtopk.topk(x, k, largest=largest, sorted=sorted_))
