@@ -205,6 +205,10 @@ void cpu_rows(RowProblem& p) {
     std::vector<std::pair<Key, int64_t>> picked;
     Key filter_buf[kFilterChunk];
     const CpuRow<Key> row{keys.data(), M};
+    // The plan's rule for the next element in index order (ties: the fills seen so far).
+    const auto pick = [&](const Plan<Key>& plan, int64_t& ties, Key key, int64_t j) {
+      if (plan.takes(key) || (plan.fills(key) && ties++ < plan.quota)) picked.emplace_back(key, j);
+    };
     // Rank order: key descending, equal keys in index order (the order they were picked in).
     const auto write = [&](int64_t r, const scalar_t* x) {
       if (sorted) {
@@ -227,11 +231,8 @@ void cpu_rows(RowProblem& p) {
           const Plan<Key> plan = radix_exact_plan(keys.data(), m, k, hist.data(), cand.data());
           picked.clear();
           int64_t ties = 0;
-          for (int64_t i = 0; i < m && int64_t(picked.size()) < k; ++i) {
-            const Key key = keys[i];
-            if (plan.takes(key) || (plan.fills(key) && ties++ < plan.quota))
-              picked.emplace_back(key, cand_index[i]);
-          }
+          for (int64_t i = 0; i < m && int64_t(picked.size()) < k; ++i)
+            pick(plan, ties, keys[i], cand_index[i]);
           write(r, x);
           continue;
         }
@@ -253,11 +254,6 @@ void cpu_rows(RowProblem& p) {
                                    : make_plan<Compute>(row, k, p.max_iter, eps);
       picked.clear();
       int64_t ties = 0;
-      const auto pick = [&](int64_t j) {
-        const Key key = keys[j];
-        if (plan.takes(key) || (plan.fills(key) && ties++ < plan.quota))
-          picked.emplace_back(key, j);
-      };
       if (M >= kRadixMinCols) {
         // Blocks of 16 keys with none the plan can emit (none >= lowest: a vector compare) are
         // skipped, nearly all of them on a long row.
@@ -268,10 +264,11 @@ void cpu_rows(RowProblem& p) {
           const int64_t j1 = std::min(M, j0 + 16);
           unsigned at_least = 0;
           for (int64_t j = j0; j < j1; ++j) at_least += keys[j] >= lowest;
-          for (int64_t j = j0; at_least && j < j1 && int64_t(picked.size()) < k; ++j) pick(j);
+          for (int64_t j = j0; at_least && j < j1 && int64_t(picked.size()) < k; ++j)
+            pick(plan, ties, keys[j], j);
         }
       } else {
-        for (int64_t j = 0; j < M && int64_t(picked.size()) < k; ++j) pick(j);
+        for (int64_t j = 0; j < M && int64_t(picked.size()) < k; ++j) pick(plan, ties, keys[j], j);
       }
       write(r, x);
     }
