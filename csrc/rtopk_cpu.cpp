@@ -180,6 +180,10 @@ int64_t keys_at_least(const scalar_t* x, int64_t n, const KeyMap<Compute>& key_o
   return m;
 }
 
+// Exact mode by k maximum passes (cpu_rows): at k = 1 on every row, else on short rows at small k.
+constexpr int64_t kFewMaxK = 8;
+constexpr int64_t kFewMaxCols = 64;
+
 template <typename scalar_t>
 void cpu_rows(RowProblem& p) {
   using Compute =
@@ -196,6 +200,8 @@ void cpu_rows(RowProblem& p) {
 
   const bool exact = p.max_iter < 0 && !(eps > Compute(0));
   const bool radix = exact && M >= kRadixMinCols;
+  const bool few = exact && (k == 1 || (k <= kFewMaxK && M <= kFewMaxCols));
+  const bool whole = k == M && !sorted;
   at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<Key> keys(M);
     std::vector<Key> cand(radix ? M : 0);
@@ -222,6 +228,13 @@ void cpu_rows(RowProblem& p) {
     };
     for (int64_t r = begin; r < end; ++r) {
       const scalar_t* x = in + r * M;
+      if (whole) {  // every mode selects the whole row: itself, in index order
+        for (int64_t j = 0; j < M; ++j) {
+          out_v[r * k + j] = x[j];
+          out_i[r * k + j] = j;
+        }
+        continue;
+      }
       Key L;
       if (radix && k > 1 && sample_threshold<Compute>(x, M, k, key_of, cand.data(), L)) {
         // (keys: the candidates' keys; cand: the radix select's scratch.)
@@ -240,14 +253,29 @@ void cpu_rows(RowProblem& p) {
       for (int64_t j = 0; j < M; ++j) {
         keys[j] = key_of(static_cast<Compute>(x[j]));
       }
-      if (exact && k == 1) {
-        // The largest key, its first index: what the plan selects at k = 1, in two vector passes.
-        Key best = 0;  // (below every element's key)
-        for (int64_t j = 0; j < M; ++j) best = std::max(best, keys[j]);
-        int64_t j = 0;
-        while (keys[j] != best) ++j;
-        out_v[r] = x[j];
-        out_i[r] = j;
+      if (few) {
+        // The largest key and its first index, k times, each taken one set to 0 (below every
+        // element's key): exact mode's selection in rank order (equal keys by index), where a
+        // plan costs more than k vector passes over a short row (notes v57).
+        int64_t at[kFewMaxK];
+        for (int64_t i = 0; i < k; ++i) {
+          Key best = 0;
+          for (int64_t j = 0; j < M; ++j) best = std::max(best, keys[j]);
+          int64_t j = 0;
+          while (keys[j] != best) ++j;
+          at[i] = j;
+          keys[j] = 0;
+        }
+        if (!sorted) {  // index order: the taken ones are the row's keys of 0
+          for (int64_t j = 0, i = 0; i < k; ++j) {
+            at[i] = j;
+            i += keys[j] == 0;
+          }
+        }
+        for (int64_t i = 0; i < k; ++i) {
+          out_v[r * k + i] = x[at[i]];
+          out_i[r * k + i] = at[i];
+        }
         continue;
       }
       const Plan<Key> plan = radix ? radix_exact_plan(keys.data(), M, k, hist.data(), cand.data())

@@ -19,7 +19,8 @@ cd "$ROOT"
 VENV=${TORCH_VENV:-/tmp/v211}
 WANT=2.11.0+cu130
 SITE=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-NVLIBS=$(find "$SITE/nvidia" -name lib -type d 2>/dev/null | tr '\n' ':')
+# (none there when this machine's python has no torch: the venv's own wheels then carry them)
+NVLIBS=$(find "$SITE/nvidia" -name lib -type d 2>/dev/null | tr '\n' ':' || true)
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   d=$(mktemp -d)
