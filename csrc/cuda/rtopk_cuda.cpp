@@ -21,7 +21,7 @@ RowLaunch launch_args(const RowProblem& p, int num_sms) {
 // Few long rows in exact mode (split_rows): the segments' top k as candidates, then the rows' top
 // k of those, whose positions map back to the row's indices.
 template <typename scalar_t, typename native_t>
-void solve_split(RowProblem& p, RowSplit split, int num_sms, cudaStream_t stream) {
+void solve_split(RowProblem& p, const RowLaunch& first, RowSplit split, cudaStream_t stream) {
   const int64_t cands = int64_t(split.segs) * p.k;
   at::Tensor cand_values = at::empty({p.rows, cands}, p.input.options());
   at::Tensor cand_indices = at::empty({p.rows, cands}, p.indices.options());
@@ -29,7 +29,6 @@ void solve_split(RowProblem& p, RowSplit split, int num_sms, cudaStream_t stream
     cand_values.fill_(std::numeric_limits<double>::quiet_NaN());
     cand_indices.fill_(-1);
   }
-  const RowLaunch first = launch_args(p, num_sms);
   launch_split_segments<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
                                   reinterpret_cast<native_t*>(cand_values.data_ptr<scalar_t>()),
                                   cand_indices.data_ptr<int64_t>(), first, split, stream);
@@ -49,8 +48,8 @@ void solve_split(RowProblem& p, RowSplit split, int num_sms, cudaStream_t stream
 // Few long rows with early stopping (split_early_rows): a block a segment, the search replayed on
 // the segments' counts.  The outputs come in index order.
 template <typename scalar_t, typename native_t>
-void solve_split_early(RowProblem& p, SplitEarly split, int num_sms, cudaStream_t stream) {
-  const RowLaunch args = launch_args(p, num_sms);
+void solve_split_early(RowProblem& p, const RowLaunch& args, SplitEarly split,
+                       cudaStream_t stream) {
   const int key_bytes = sizeof(native_t) == 8 ? 8 : 4;
   const SplitEarlyLayout layout = split_early_layout(args, split, key_bytes);
   at::Tensor work =
@@ -65,6 +64,7 @@ void solve_split_early(RowProblem& p, SplitEarly split, int num_sms, cudaStream_
 
 template <typename scalar_t, typename native_t>
 void run(RowProblem& p, int num_sms, cudaStream_t stream) {
+  const RowLaunch args = launch_args(p, num_sms);
   if (p.k == p.cols && p.cols > kRankOrderFreeCols) {
     // Every element is selected (in every mode): the rows themselves in index order, at copy
     // speed instead of a search that has nothing to decide.  (Rows of up to 32 elements take the
@@ -74,14 +74,13 @@ void run(RowProblem& p, int num_sms, cudaStream_t stream) {
     p.indices.copy_(at::arange(p.cols, p.indices.options()));
     p.sorted_done = false;
   } else if (const RowSplit split =
-                 split_rows(launch_args(p, num_sms), int(sizeof(native_t)),
+                 split_rows(args, int(sizeof(native_t)),
                             reinterpret_cast<uintptr_t>(p.input.data_ptr()) % 16 == 0);
              split.segs > 0) {
-    if constexpr (sizeof(native_t) <= 4) solve_split<scalar_t, native_t>(p, split, num_sms, stream);
-  } else if (const SplitEarly early = split_early_rows(launch_args(p, num_sms)); early.segs > 0) {
-    solve_split_early<scalar_t, native_t>(p, early, num_sms, stream);
+    if constexpr (sizeof(native_t) <= 4) solve_split<scalar_t, native_t>(p, args, split, stream);
+  } else if (const SplitEarly early = split_early_rows(args); early.segs > 0) {
+    solve_split_early<scalar_t, native_t>(p, args, early, stream);
   } else {
-    const RowLaunch args = launch_args(p, num_sms);
     p.sorted_done =
         launch_rtopk<native_t>(reinterpret_cast<const native_t*>(p.input.data_ptr<scalar_t>()),
                                reinterpret_cast<native_t*>(p.values.data_ptr<scalar_t>()),

@@ -142,8 +142,8 @@ struct TableRow {
   __device__ void look_ahead_keys(Key t, int b) { npending = key_thresholds_ahead(t, b, pending); }
   __device__ int64_t count_ge(Key t) {
     if (missing) return k;
-    for (int i = 0; i < n; ++i)
-      if (keys[i] == t) return counts[i];
+    const int at = find(t);
+    if (at >= 0) return counts[at];
     missing = true;
     bool named = false;
     for (int i = 0; i < npending; ++i) named |= pending[i] == t;
@@ -151,13 +151,20 @@ struct TableRow {
     for (int i = 0; i < nrequest; ++i) request[i] = named ? pending[i] : t;
     return k;
   }
-  // Where key t's count is in the table (-1: not there).
+  // Where key t's count is in the table (kNotCounted: not there).
+  static constexpr int kNotCounted = -1;
   __device__ int find(Key t) const {
     for (int i = 0; i < n; ++i)
       if (keys[i] == t) return i;
-    return -1;
+    return kNotCounted;
   }
 };
+
+// split_plan_kernel's markers for the counts a segment's share reads (else a table slot).
+constexpr int kNoneAbove = -2;  // above == kMax: no key is a take
+constexpr int kNoneBelow = -3;  // floor == 0: every key is at least the floor
+constexpr int kNextRound = -4;  // the row is not planned yet
+static_assert(kNoneAbove < 0 && kNoneBelow < 0 && kNextRound < 0, "not table slots");
 
 // One warp a row: the table of the rounds before `round`, the replay, then either the next
 // round's thresholds or the plan and every segment's share of the outputs.  `last`: the round
@@ -223,14 +230,17 @@ __global__ void __launch_bounds__(32)
     s_plan = plan;
     // The counts a segment's share needs: of keys > above and of keys >= floor (make_plan's
     // Algorithm 2 plans: above is kMax or lo's key - 1, floor lo's key or 0, all counted).
-    s_at[0] = plan.above == KeyTraits<Compute>::kMax ? -1 : row.find(Key(plan.above + 1));
-    s_at[1] = plan.floor == 0 ? -1 : row.find(plan.floor);
-    if (!planned) s_at[0] = -2;
+    s_at[0] = plan.above == KeyTraits<Compute>::kMax ? kNoneAbove : row.find(Key(plan.above + 1));
+    s_at[1] = plan.floor == 0 ? kNoneBelow : row.find(plan.floor);
+    if (!planned) s_at[0] = kNextRound;
   }
   __syncwarp();
-  if (s_at[0] == -2) return;
+  if (s_at[0] == kNextRound) return;
   const Plan<Key> plan = s_plan;
   const int at_t = s_at[0], at_f = s_at[1];
+  // A plan key without a count cannot come (the rounds cover max_iter's steps); were it to, no
+  // segment writes anything, and the unwritten outputs show in the tests' poisoned tensors.
+  const bool uncounted = at_t == TableRow<Key>::kNotCounted || at_f == TableRow<Key>::kNotCounted;
   if (lane == 0) {
     w.above[r] = plan.above;
     w.floor[r] = plan.floor;
@@ -245,17 +255,18 @@ __global__ void __launch_bounds__(32)
         const int q = at / kAheadKeys, j = at % kAheadKeys;
         return w.counts[((int64_t(q) * w.rows + r) * w.segs + s) * kAheadKeys + j];
       };
-      t = at_t < 0 ? 0 : count_at(at_t);
-      f = (at_f < 0 ? w.seg_len(s) : count_at(at_f)) - t;
+      // (A marker reads nothing: kNoneAbove counts no take, kNoneBelow the whole segment.)
+      t = at_t >= 0 ? count_at(at_t) : 0;
+      f = (at_f >= 0 ? count_at(at_f) : w.seg_len(s)) - t;
     }
     const int64_t ti = warp_inclusive_sum(t), fi = warp_inclusive_sum(f);
     if (s < w.segs) {
       const int64_t tb = takes_before + ti - t, fb = fills_before + fi - f;
       const int64_t quota = plan.quota - fb > 0 ? plan.quota - fb : 0;
       int64_t* info = w.info + (r * w.segs + s) * 3;
-      info[0] = tb + (fb < plan.quota ? fb : plan.quota);  // the segment's first output
-      info[1] = quota;                                     // its fills' quota
-      info[2] = t + (f < quota ? f : quota);               // its outputs
+      info[0] = tb + (fb < plan.quota ? fb : plan.quota);     // the segment's first output
+      info[1] = quota;                                        // its fills' quota
+      info[2] = uncounted ? 0 : t + (f < quota ? f : quota);  // its outputs
     }
     takes_before += __shfl_sync(kFullMask, ti, 31);
     fills_before += __shfl_sync(kFullMask, fi, 31);
