@@ -14,8 +14,8 @@ pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
 # Row lengths per path: the value-backed warp kernel at several slot counts (1, 3, 8, 24, 64 per
 # lane), the fp64 key-backed warp kernel, the group kernel (3000, 16/32-bit), the block kernel with
-# the row cached in shared memory (3000, fp64) and re-read from global memory (20000); the streaming
-# kernel below (test_stream_rows: it needs 4 rows a SM).
+# the row cached in shared memory (3000, fp64; 20000 below); the streaming kernel below
+# (test_stream_rows: it needs 4 rows a SM).
 SHAPES = [(5, 20), (9, 70), (7, 256), (6, 768), (3, 2048), (4, 3000), (2, 20000)]
 
 
@@ -119,8 +119,15 @@ def test_lane_rows(dtype):
 
 
 def test_block_rows_early_float32_20000():
-    """Early stopping on rows of 20000 with 4+ rows a SM: the block kernel re-reading its rows (fewer rows take
-    the segments of split_early_rows, test_paths' (2, 20000))."""
+    """Early stopping on rows of 20000 with 4+ rows a SM: the block kernel with its rows cached in dynamic shared
+    memory (fewer rows take the segments of split_early_rows, test_paths' (2, 20000))."""
     gen = torch.Generator().manual_seed(17)
     x = make_rows("randn", (2, 20000), torch.float32, "cpu", gen)
     same_as_cpu(x, 16, rows=600, max_iter=3)
+
+
+def test_block_rows_early_float32_60000():
+    """Rows past any block's shared memory (240 KB of keys): the block kernel re-reading them from global memory."""
+    gen = torch.Generator().manual_seed(19)
+    x = make_rows("randn", (2, 60000), torch.float32, "cpu", gen)
+    same_as_cpu(x, 16, rows=300, max_iter=3)

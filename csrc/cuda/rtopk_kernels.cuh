@@ -8,13 +8,14 @@
 // 16/32-bit rows of more than 2048 elements in exact mode with k <= 512 and enough rows to fill the
 // device: one warp per row streaming it through a list of candidates (rtopk_stream_values.cuh).
 // Other 16/32-bit rows of 2049..16384 elements: one block of warps per row, the row in registers
-// (rtopk_group_values.cuh).  Longer rows, and float64 rows above 1024: one block per row.  Rows of
-// up to kBlockCacheBytes of keys are converted once into shared memory (longer ones are re-read
+// (rtopk_group_values.cuh).  Longer rows, and float64 rows above 1024: one block per row.  Rows
+// whose keys fit a block's shared memory are converted once into it (longer ones are re-read
 // from global memory on each pass); the emit gives every thread a contiguous segment and places it
-// with one block scan.  Few long rows (fewer than the device's SMs take well, one a block or a
-// warp) are cut into segments instead: rtopk_launch.h's split_rows (exact mode, the streaming
-// kernel over the segments) and split_early_rows (max_iter, rtopk_split_rows.cuh), chosen by the
-// glue.
+// with one block scan.  (The cache is dynamic shared memory up to the device's opt-in limit: 227
+// KB, 56K 32-bit keys, on sm_90.)  Few long rows (fewer than the device's SMs take well, one a
+// block or a warp) are cut into segments instead: rtopk_launch.h's split_rows (exact mode, the
+// streaming kernel over the segments) and split_early_rows (max_iter, rtopk_split_rows.cuh), chosen
+// by the glue.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -22,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "../rtopk_algo.h"
@@ -96,11 +98,12 @@ __global__ void __launch_bounds__(kWarpBlockThreads)
 }
 
 // ---------------------------------------------------------------------------------------------
-// One block per row for long rows; the block's threads share every count.  Rows of up to
-// kBlockCacheBytes are converted to keys once into shared memory, so the search's passes read
-// shared memory; longer rows are re-read from global memory (L1/L2) on every pass, which counts
-// the thresholds of the search's next four steps at once.
-constexpr int kBlockCacheBytes = 44 * 1024;  // static shared memory stays under 48 KB
+// One block per row for long rows; the block's threads share every count.  Rows whose keys fit the
+// dynamic shared memory a block may opt into (block_cache_bytes) are converted to keys once into
+// shared memory, so the search's passes read shared memory; longer rows are re-read from global
+// memory (L1/L2) on every pass, which counts the thresholds of the search's next four steps at
+// once.  (A static 44 KB cache, 11264 32-bit keys, left 8192 rows of 20000..32768 fp32 at
+// max_iter=4 re-read ~5 times: 1.26-1.66 ms on an H100 where one pass takes 0.22-0.36; notes v57.)
 
 // A row re-read from global memory pays a pass for every count; the searches' next kAheadDepth
 // steps can ask for one of 2^kAheadDepth - 1 thresholds (a tree: each step's two outcomes), so
@@ -257,13 +260,16 @@ __device__ __forceinline__ void block_min_max(Key& mn, Key& mx, Key* s_lo, Key* 
   __syncthreads();
 }
 
+// The cached instance's row (block_rows): block_cache_keys(cols) keys, the launch's dynamic shared
+// memory.
+extern __shared__ uint4 block_rows_cache[];
+
 // kStreamed: rows longer than the cache, re-read on every pass (then cache is nullptr), with the
 // look-ahead; the cached rows' instance compiles without it.
 template <typename scalar_t, bool kStreamed = false>
 struct BlockRow {
   using Key = KeyFor<scalar_t>;
   static constexpr int kWarps = kRowBlockThreads / 32;
-  static constexpr int kCacheKeys = kBlockCacheBytes / sizeof(Key);
   static constexpr bool kLooksAhead = kStreamed;
   const scalar_t* x;
   int64_t n;
@@ -273,6 +279,25 @@ struct BlockRow {
   Key* s_lo;         // kWarps slots
   Key* s_hi;         // kWarps slots
   AheadTable<Key>* ahead;
+  int cache_words;  // block_rows_cache's 16-byte words as block_fill_cache wrote them: whole
+                    // packs, 0 past the row
+
+  // f(key) for every key of the cached row and the 0 keys around it (below every element's key),
+  // a 16-byte word a thread at a time (conflict-free; a key a load was ~1.7x the instructions).
+  template <typename F>
+  __device__ __forceinline__ void for_each_cached(F&& f) const {
+    constexpr int kPerWord = 16 / int(sizeof(Key));
+    union Word {
+      uint4 u;
+      Key k[kPerWord];
+    };
+    for (int i = threadIdx.x; i < cache_words; i += kRowBlockThreads) {
+      Word w;
+      w.u = block_rows_cache[i];
+#pragma unroll
+      for (int j = 0; j < kPerWord; ++j) f(w.k[j]);
+    }
+  }
 
   __device__ __forceinline__ Key key_at(int64_t e) const {
     return cache != nullptr ? cache[e] : load_key(x + e, largest);
@@ -348,7 +373,8 @@ struct BlockRow {
     if constexpr (kStreamed) {
       c = count_pass(t);
     } else {
-      for (int e = threadIdx.x; e < n; e += kRowBlockThreads) c += cache[e] >= t;
+      if (t == 0) return n;  // (the cache's 0 keys count from t = 1 on only)
+      for_each_cached([&](Key key) { c += key >= t; });
     }
     c = warp_sum(c);
     if ((threadIdx.x & 31) == 0) s_count[threadIdx.x / 32] = c;
@@ -382,7 +408,9 @@ struct BlockRow {
     if constexpr (kStreamed) {
       RowPacks<scalar_t>(x, n).template for_each_key<kAheadLoads>(largest, see);
     } else {
-      for (int e = threadIdx.x; e < n; e += kRowBlockThreads) see(cache[e]);
+      for_each_cached([&](Key key) {
+        if (key != 0) see(key);  // (not an element)
+      });
     }
     block_min_max<kWarps>(mn, mx, s_lo, s_hi);
     lo = mn;
@@ -608,6 +636,62 @@ __device__ __forceinline__ void block_emit_streamed(
   }
 }
 
+// The cache's keys for a row of n elements: the row's 16-byte packs whole (the first and last may
+// hang over its ends), so that each pack's keys are stored as whole 16-byte words.
+template <typename scalar_t>
+constexpr int64_t block_cache_keys(int64_t n) {
+  return n + 2 * (16 / int64_t(sizeof(scalar_t)));
+}
+
+// The row's keys into the cache, a pack's keys at cache + pack * kPer (the row's first element at
+// cache + the pack's offset, RowPacks::pre): kFillLoads packs a thread loaded before any is
+// stored, each stored in 16-byte words (2-way bank conflicts for 16-bit packs, whose 8 keys are
+// 32 bytes, none for 32 / 64-bit ones; a key a store was 4- and 8-way), the slots of the first and
+// last packs outside the row as key 0 (below every element's).  Returns the row's offset in the
+// cache, and in *words the cache's 16-byte words.  (Two loads a thread: four spilled at 64
+// registers, and 96 registers would leave one block an SM.)
+constexpr int kFillLoads = 2;
+template <typename scalar_t>
+__device__ __forceinline__ int block_fill_cache(const scalar_t* __restrict__ x, int64_t n,
+                                                bool largest, KeyFor<scalar_t>* cache, int* words) {
+  using Packs = RowPacks<scalar_t>;
+  using Key = KeyFor<scalar_t>;
+  using Compute = typename Elem<scalar_t>::Compute;
+  constexpr int kPer = Packs::kPer;
+  constexpr int kWords = kPer * int(sizeof(Key)) / 16;
+  static_assert(kWords * 16 == kPer * int(sizeof(Key)), "a pack's keys fill 16-byte words");
+  union Keys {
+    Key k[kPer];
+    uint4 u[kWords];
+  };
+  const Packs packs(x, n);
+  for (int64_t v0 = threadIdx.x; v0 < packs.count; v0 += kFillLoads * kRowBlockThreads) {
+    typename Packs::Pack p[kFillLoads];
+#pragma unroll
+    for (int u = 0; u < kFillLoads; ++u) {
+      const int64_t v = v0 + u * kRowBlockThreads;
+      if (v < packs.count) p[u] = packs.load(v);
+    }
+#pragma unroll
+    for (int u = 0; u < kFillLoads; ++u) {
+      const int64_t v = v0 + u * kRowBlockThreads;
+      if (v < packs.count) {
+        Keys ks;
+#pragma unroll
+        for (int q = 0; q < kPer; ++q) {
+          const Key key = directed_key_sel<Compute>(Packs::value(p[u], q), largest);
+          ks.k[q] = packs.in_row(v, q) ? key : Key(0);
+        }
+        uint4* dst = reinterpret_cast<uint4*>(cache + v * kPer);
+#pragma unroll
+        for (int w = 0; w < kWords; ++w) dst[w] = ks.u[w];
+      }
+    }
+  }
+  *words = int(packs.count) * kWords;
+  return packs.pre;
+}
+
 template <typename scalar_t, bool kStreamed>
 __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
                                            scalar_t* __restrict__ out_values,
@@ -617,7 +701,7 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
   using Compute = typename Elem<scalar_t>::Compute;
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kRowBlockThreads / 32;
-  __shared__ Key s_cache[kStreamed ? 1 : BlockRow<scalar_t>::kCacheKeys];
+  Key* const s_cache = reinterpret_cast<Key*>(block_rows_cache);
   __shared__ int64_t s_count[kWarps];
   __shared__ Key s_lo[kWarps];
   __shared__ Key s_hi[kWarps];
@@ -633,17 +717,18 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const scalar_t* x = in + r * cols;
-    constexpr bool cached = !kStreamed;  // (cols <= kCacheKeys, the launch's choice)
+    constexpr bool cached = !kStreamed;  // (the row fits the cache: the launch's choice)
+    Key* cache = nullptr;
+    int words = 0;
     if (cached) {
-      for (int e = threadIdx.x; e < cols; e += kRowBlockThreads)
-        s_cache[e] = load_key(x + e, largest);
+      cache = s_cache + block_fill_cache(x, cols, largest, s_cache, &words);
       __syncthreads();
     }
     // (The table's reset is ordered before its first read by the key-range pass's barrier, after
     // the last row's reads by the barrier closing that row.)
     if (threadIdx.x == 0) s_ahead.n = 0;
-    const BlockRow<scalar_t, kStreamed> row{x,       cols, largest, cached ? s_cache : nullptr,
-                                            s_count, s_lo, s_hi,    &s_ahead};
+    const BlockRow<scalar_t, kStreamed> row{x,    cols, largest,  cache, s_count,
+                                            s_lo, s_hi, &s_ahead, words};
     Plan<Key> plan;
     bool planned = false;
     if constexpr (cached) {
@@ -692,7 +777,49 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
   }
 }
 
-// Rows cached in shared memory (60 registers, two blocks an SM), and rows past the cache, whose
+// The dynamic shared memory a block of `kernel` may take on the current device: the most (its
+// opt-in limit less its static shared memory; the kernel's limit raised to that on the device's
+// first call, the same value from every host thread, so no launch sees a smaller one), and the
+// most that leaves two blocks an SM.  0 where a query fails: the streamed instance then runs.
+struct BlockCache {
+  size_t one_block, two_blocks;
+};
+template <typename Kernel>
+BlockCache block_cache_bytes(Kernel kernel) {
+  constexpr int kDevices = 64;
+  static std::atomic<long long> known[kDevices];  // (one + 1) << 32 | two per device; 0: not yet
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();  // (not the caller's launch error)
+    return BlockCache{0, 0};
+  }
+  if (device < kDevices) {
+    const long long have = known[device].load(std::memory_order_relaxed);
+    if (have > 0) return BlockCache{size_t((have >> 32) - 1), size_t(have & 0xFFFFFFFF)};
+  }
+  int optin = 0, per_sm = 0, reserved = 0;
+  cudaFuncAttributes fa{};
+  int one = 0, two = 0;
+  if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) ==
+          cudaSuccess &&
+      cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && size_t(optin) > fa.sharedSizeBytes &&
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           optin - int(fa.sharedSizeBytes)) == cudaSuccess) {
+    one = optin - int(fa.sharedSizeBytes);
+    two = std::max(0, std::min(one, per_sm / 2 - reserved - int(fa.sharedSizeBytes)));
+  } else {
+    (void)cudaGetLastError();
+  }
+  if (device < kDevices) known[device].store((long long)(one + 1) << 32 | two);
+  return BlockCache{size_t(one), size_t(two)};
+}
+
+// Rows cached in shared memory (60 registers; as many blocks an SM as their caches fit: 2 for
+// 20000 32-bit keys, 1 from ~28K, 4 up to ~13K), and rows past the cache, whose
 // look-ahead counters would take 91 registers and one block an SM: held to 64 for two (no spills
 // in the count loops; the A/B of notes v54 item 5 ran this way).
 template <typename scalar_t>
@@ -864,10 +991,21 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   if (launch_warp_levels<scalar_t, kWarpMaxCols>(in, ov, oi, a, stream, sorted)) return sorted;
   const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 8;
   const unsigned grid = static_cast<unsigned>(std::min(a.rows, cap));
-  const auto kernel = a.cols > BlockRow<scalar_t>::kCacheKeys ? block_rows_streamed_kernel<scalar_t>
-                                                              : block_rows_kernel<scalar_t>;
-  kernel<<<grid, kRowBlockThreads, 0, stream>>>(in, ov, oi, a.rows, a.cols, a.k, a.max_iter,
-                                                static_cast<Compute>(a.eps), a.largest);
+  // Rows cached in shared memory: their passes are reads of it, but a block a SM filling its cache
+  // waits on memory alone, where the streamed instance counts max_iter <= 4's thresholds in one
+  // pass; at two blocks an SM the cache pays in every mode (H100, fp32, max_iter=4: 8192 x 20000
+  // 0.71x the streamed time, 8192 x 32768 / 4096 x 50000 0.96-1.07x; max_iter=8 0.59x / 0.80-0.84x;
+  // exact at 8192 x 20000, k = 1024, 0.38x; notes v57).
+  const size_t cache = size_t(block_cache_keys<scalar_t>(a.cols)) * sizeof(KeyFor<scalar_t>);
+  const BlockCache fits = block_cache_bytes(block_rows_kernel<scalar_t>);
+  const bool few_steps = a.max_iter >= 1 && a.max_iter <= 4;
+  if (cache <= (few_steps ? fits.two_blocks : fits.one_block)) {
+    block_rows_kernel<scalar_t><<<grid, kRowBlockThreads, cache, stream>>>(
+        in, ov, oi, a.rows, a.cols, a.k, a.max_iter, static_cast<Compute>(a.eps), a.largest);
+  } else {
+    block_rows_streamed_kernel<scalar_t><<<grid, kRowBlockThreads, 0, stream>>>(
+        in, ov, oi, a.rows, a.cols, a.k, a.max_iter, static_cast<Compute>(a.eps), a.largest);
+  }
   return false;
 }
 
