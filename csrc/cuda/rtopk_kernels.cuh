@@ -12,7 +12,7 @@
 // whose keys fit a block's shared memory are converted once into it (longer ones are re-read
 // from global memory on each pass); the emit gives every thread a contiguous segment and places it
 // with one block scan.  (The cache is dynamic shared memory up to the device's opt-in limit: 227
-// KB, 56K 32-bit keys, on sm_90.)  Few long rows (fewer than the device's SMs take well, one a
+// KB, ~57K 32-bit keys, on sm_90.)  Few long rows (fewer than the device's SMs take well, one a
 // block or a warp) are cut into segments instead: rtopk_launch.h's split_rows (exact mode, the
 // streaming kernel over the segments) and split_early_rows (max_iter, rtopk_split_rows.cuh), chosen
 // by the glue.
