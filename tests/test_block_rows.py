@@ -8,6 +8,9 @@ directions, max_iter from one step to past the bracket's last move, rows that st
 on both sides of the cache's limit, and launches where a block walks several rows (the look-ahead table is the
 block's, reset for each row).  Skipped without CUDA."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -132,3 +135,23 @@ def test_block_rows_cuda_graph():
         for dt, x in static.items():
             want = rtopk.rtopk(x.clone(), 50, max_iter=4)
             assert torch.equal(outs[dt][0], want[0]) and torch.equal(outs[dt][1], want[1]), f"{dt} seed={seed}"
+
+
+def test_block_rows_first_call_captured():
+    """A process whose first cached launch is inside a CUDA-graph capture: the shared-memory limit is queried and
+    raised there (cudaFuncGetAttributes / cudaFuncSetAttribute, no stream work), and the replay gives the eager
+    call's outputs."""
+    code = """
+import torch, rtopk
+x = torch.randn(40, 20000, device="cuda")
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    v, i = rtopk.rtopk(x, 50, max_iter=8)
+x.copy_(torch.randn(40, 20000, device="cuda"))
+g.replay()
+w, j = rtopk.rtopk(x.clone(), 50, max_iter=8)
+assert torch.equal(v, w) and torch.equal(i, j)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("ok"), out.stderr[-2000:]
