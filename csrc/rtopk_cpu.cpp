@@ -201,7 +201,14 @@ void cpu_rows(RowProblem& p) {
   const bool exact = p.max_iter < 0 && !(eps > Compute(0));
   const bool radix = exact && M >= kRadixMinCols;
   const bool few = exact && (k == 1 || (k <= kFewMaxK && M <= kFewMaxCols));
-  const bool whole = k == M && !sorted;
+  if (k == M && !sorted) {
+    // Every mode selects the whole row: the rows themselves in index order (as the CUDA glue's
+    // run() does).
+    p.values.copy_(p.input);
+    p.indices.copy_(at::arange(M, p.indices.options()));
+    p.sorted_done = false;
+    return;
+  }
   at::parallel_for(0, p.rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<Key> keys(M);
     std::vector<Key> cand(radix ? M : 0);
@@ -228,13 +235,6 @@ void cpu_rows(RowProblem& p) {
     };
     for (int64_t r = begin; r < end; ++r) {
       const scalar_t* x = in + r * M;
-      if (whole) {  // every mode selects the whole row: itself, in index order
-        for (int64_t j = 0; j < M; ++j) {
-          out_v[r * k + j] = x[j];
-          out_i[r * k + j] = j;
-        }
-        continue;
-      }
       Key L;
       if (radix && k > 1 && sample_threshold<Compute>(x, M, k, key_of, cand.data(), L)) {
         // (keys: the candidates' keys; cand: the radix select's scratch.)
