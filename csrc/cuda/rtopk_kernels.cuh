@@ -279,13 +279,21 @@ struct BlockRow {
   Key* s_lo;         // kWarps slots
   Key* s_hi;         // kWarps slots
   AheadTable<Key>* ahead;
-  int cache_words;  // block_rows_cache's 16-byte words as block_fill_cache wrote them: whole
-                    // packs, 0 past the row
+  int cache_words;     // block_rows_cache's 16-byte words as block_fill_cache wrote them: whole
+                       // packs, 0 past the row
+  Key row_lo, row_hi;  // the cached row's key range (block_fill_cache's), for key_range
+  // (32-bit keys only: the fp64 instance spilled 24 bytes with the range in its fill.)
+  static constexpr bool kFillRange = !kStreamed && sizeof(Key) == 4;
 
   // f(key) for every key of the cached row and the 0 keys around it (below every element's key),
   // a 16-byte word a thread at a time (conflict-free; a key a load was ~1.7x the instructions).
   template <typename F>
   __device__ __forceinline__ void for_each_cached(F&& f) const {
+    for_each_cached_at([&](Key key, int) { f(key); });
+  }
+  // The same with each key's position in the cache (the row's element e at e + cache_pre()).
+  template <typename F>
+  __device__ __forceinline__ void for_each_cached_at(F&& f) const {
     constexpr int kPerWord = 16 / int(sizeof(Key));
     union Word {
       uint4 u;
@@ -295,8 +303,11 @@ struct BlockRow {
       Word w;
       w.u = block_rows_cache[i];
 #pragma unroll
-      for (int j = 0; j < kPerWord; ++j) f(w.k[j]);
+      for (int j = 0; j < kPerWord; ++j) f(w.k[j], i * kPerWord + j);
     }
+  }
+  __device__ __forceinline__ int cache_pre() const {
+    return int(cache - reinterpret_cast<const Key*>(block_rows_cache));
   }
 
   __device__ __forceinline__ Key key_at(int64_t e) const {
@@ -388,6 +399,12 @@ struct BlockRow {
 
   __device__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
     if constexpr (kStreamed) return key_range_pass(lo, hi, finite_only);
+    // (The fill's range; the finite elements' range is a pass only where the row holds NaN or inf.)
+    if (kFillRange && (!finite_only || (key_is_finite(row_lo) && key_is_finite(row_hi)))) {
+      lo = row_lo;
+      hi = row_hi;
+      return true;
+    }
     return range_where(lo, hi, [&](Key key) { return !finite_only || key_is_finite(key); });
   }
   // (Out of line, as count_pass: the searches reach them from many places, and each inlined copy
@@ -532,14 +549,14 @@ __device__ bool block_fast_exact_plan(const BlockRow<scalar_t>& row, int64_t k,
   const Key klo = to_key<Compute>(lo), khi = to_key<Compute>(hi);
   if (threadIdx.x == 0) *s_n = 0;
   __syncthreads();
-  for (int e = threadIdx.x; e < n; e += kRowBlockThreads) {
-    const Key key = row.cache[e];
+  const int pre = row.cache_pre();
+  row.for_each_cached_at([&](Key key, int pos) {  // (key 0 around the row: below klo)
     if (key >= klo && (!hi_moved || key < khi)) {
       const int slot = atomicAdd(s_n, 1);
       s_ck[slot] = key;
-      s_ci[slot] = e;
+      s_ci[slot] = pos - pre;
     }
-  }
+  });
   __syncthreads();
   if (threadIdx.x < 32) {
     const int lane = threadIdx.x;
@@ -648,12 +665,15 @@ constexpr int64_t block_cache_keys(int64_t n) {
 // stored, each stored in 16-byte words (2-way bank conflicts for 16-bit packs, whose 8 keys are
 // 32 bytes, none for 32 / 64-bit ones; a key a store was 4- and 8-way), the slots of the first and
 // last packs outside the row as key 0 (below every element's).  Returns the row's offset in the
-// cache, and in *words the cache's 16-byte words.  (Two loads a thread: four spilled at 64
-// registers, and 96 registers would leave one block an SM.)
+// cache, and in *words the cache's 16-byte words; with kRange, mn and mx take this thread's
+// elements' keys in (the row's key range once reduced over the block: no range pass over the
+// cache).  (Two loads a thread: four spilled at 64 registers, and 96 registers would leave one
+// block an SM.)
 constexpr int kFillLoads = 2;
-template <typename scalar_t>
+template <typename scalar_t, bool kRange>
 __device__ __forceinline__ int block_fill_cache(const scalar_t* __restrict__ x, int64_t n,
-                                                bool largest, KeyFor<scalar_t>* cache, int* words) {
+                                                bool largest, KeyFor<scalar_t>* cache, int* words,
+                                                KeyFor<scalar_t>& mn, KeyFor<scalar_t>& mx) {
   using Packs = RowPacks<scalar_t>;
   using Key = KeyFor<scalar_t>;
   using Compute = typename Elem<scalar_t>::Compute;
@@ -680,7 +700,12 @@ __device__ __forceinline__ int block_fill_cache(const scalar_t* __restrict__ x, 
 #pragma unroll
         for (int q = 0; q < kPer; ++q) {
           const Key key = directed_key_sel<Compute>(Packs::value(p[u], q), largest);
-          ks.k[q] = packs.in_row(v, q) ? key : Key(0);
+          const bool in = packs.in_row(v, q);
+          ks.k[q] = in ? key : Key(0);
+          if (kRange) {
+            mn = (in && key < mn) ? key : mn;
+            mx = ks.k[q] > mx ? ks.k[q] : mx;
+          }
         }
         uint4* dst = reinterpret_cast<uint4*>(cache + v * kPer);
 #pragma unroll
@@ -720,15 +745,22 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
     constexpr bool cached = !kStreamed;  // (the row fits the cache: the launch's choice)
     Key* cache = nullptr;
     int words = 0;
+    Key row_lo = KeyTraits<Compute>::kMax, row_hi = 0;
     if (cached) {
-      cache = s_cache + block_fill_cache(x, cols, largest, s_cache, &words);
-      __syncthreads();
+      constexpr bool kRange = BlockRow<scalar_t, kStreamed>::kFillRange;
+      cache = s_cache +
+              block_fill_cache<scalar_t, kRange>(x, cols, largest, s_cache, &words, row_lo, row_hi);
+      if (kRange) {
+        block_min_max<kWarps>(row_lo, row_hi, s_lo, s_hi);  // (its barriers order the stores)
+      } else {
+        __syncthreads();
+      }
     }
     // (The table's reset is ordered before its first read by the key-range pass's barrier, after
     // the last row's reads by the barrier closing that row.)
     if (threadIdx.x == 0) s_ahead.n = 0;
-    const BlockRow<scalar_t, kStreamed> row{x,    cols, largest,  cache, s_count,
-                                            s_lo, s_hi, &s_ahead, words};
+    const BlockRow<scalar_t, kStreamed> row{x,    cols,     largest, cache,  s_count, s_lo,
+                                            s_hi, &s_ahead, words,   row_lo, row_hi};
     Plan<Key> plan;
     bool planned = false;
     if constexpr (cached) {
