@@ -126,6 +126,14 @@ def test_block_rows_early_float32_20000():
     same_as_cpu(x, 16, rows=600, max_iter=3)
 
 
+def test_block_rows_exact_float32_20000():
+    """Exact mode past the streaming kernel's k on cached rows: the fill's key range (rows of NaN and inf take the
+    finite range's pass), the bisection over the cache and its candidates collected from 16-byte words."""
+    gen = torch.Generator().manual_seed(23)
+    x = torch.cat([make_rows(kind, (1, 20000), torch.float32, "cpu", gen) for kind in ("randn", "nan")])
+    same_as_cpu(x, 1024, rows=600, sorted=False)
+
+
 def test_block_rows_early_float32_60000():
     """Rows past any block's shared memory (240 KB of keys): the block kernel re-reading them from global memory."""
     gen = torch.Generator().manual_seed(19)
