@@ -274,16 +274,17 @@ struct BlockRow {
   const scalar_t* x;
   int64_t n;
   bool largest;
-  const Key* cache;  // the row's keys in shared memory, or nullptr
-  int64_t* s_count;  // kWarps slots
-  Key* s_lo;         // kWarps slots
-  Key* s_hi;         // kWarps slots
+  const Key* cache;   // the row's keys in shared memory, or nullptr
+  unsigned* s_count;  // 2 * kWarps slots, 16-byte aligned (count_ge)
+  Key* s_lo;          // kWarps slots
+  Key* s_hi;          // kWarps slots
   AheadTable<Key>* ahead;
   int cache_words;     // block_rows_cache's 16-byte words as block_fill_cache wrote them: whole
                        // packs, 0 past the row
   Key row_lo, row_hi;  // the cached row's key range (block_fill_cache's), for key_range
   // (32-bit keys only: the fp64 instance spilled 24 bytes with the range in its fill.)
   static constexpr bool kFillRange = !kStreamed && sizeof(Key) == 4;
+  mutable int half = 0;  // the s_count half of the next count_ge
 
   // f(key) for every key of the cached row and the 0 keys around it (below every element's key),
   // a 16-byte word a thread at a time (conflict-free; a key a load was ~1.7x the instructions).
@@ -387,13 +388,21 @@ struct BlockRow {
       if (t == 0) return n;  // (the cache's 0 keys count from t = 1 on only)
       for_each_cached([&](Key key) { c += key >= t; });
     }
+    // The warps' sums into alternate halves of s_count, so that one barrier a count suffices: a
+    // half is written again two counts on, past the next count's barrier, which every thread
+    // reaches after reading it.  (Read as 16-byte words: a count's serial tail.)
+    static_assert(kWarps % 4 == 0, "whole 16-byte words of warp sums");
+    unsigned* slots = s_count + half * kWarps;
+    half ^= 1;
     c = warp_sum(c);
-    if ((threadIdx.x & 31) == 0) s_count[threadIdx.x / 32] = c;
+    if ((threadIdx.x & 31) == 0) slots[threadIdx.x / 32] = c;
     __syncthreads();
     int64_t total = 0;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += s_count[w];
-    __syncthreads();
+    for (int w = 0; w < kWarps / 4; ++w) {
+      const uint4 q = reinterpret_cast<const uint4*>(slots)[w];
+      total += int64_t(q.x) + q.y + q.z + q.w;
+    }
     return total;
   }
 
@@ -727,7 +736,7 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
   using Key = KeyFor<scalar_t>;
   constexpr int kWarps = kRowBlockThreads / 32;
   Key* const s_cache = reinterpret_cast<Key*>(block_rows_cache);
-  __shared__ int64_t s_count[kWarps];
+  __shared__ __align__(16) unsigned s_count[2 * kWarps];
   __shared__ Key s_lo[kWarps];
   __shared__ Key s_hi[kWarps];
   __shared__ int64_t s_scan_a[kWarps];
