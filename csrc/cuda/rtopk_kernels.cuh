@@ -311,10 +311,6 @@ struct BlockRow {
     return int(cache - reinterpret_cast<const Key*>(block_rows_cache));
   }
 
-  __device__ __forceinline__ Key key_at(int64_t e) const {
-    return cache != nullptr ? cache[e] : load_key(x + e, largest);
-  }
-
   // The count at t from the look-ahead table (rows not cached only).
   __device__ bool ahead_has(Key t, int64_t& c) const {
     if (!kStreamed) return false;
@@ -787,21 +783,25 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
       // Emit: each thread owns one contiguous segment (odd length, so that neighbouring threads'
       // shared-memory reads fall in different banks); one block scan of (taken, tie) counts gives
       // every thread its output position and its share of the ties, in index order.
-      const int64_t seg = ((cols + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
-      const int64_t begin = min(int64_t(threadIdx.x) * seg, cols);
-      const int64_t end = min(begin + seg, cols);
-      int64_t taken = 0, tied = 0;
-      for (int64_t e = begin; e < end; ++e) {
-        const Key key = row.key_at(e);
+      // (32-bit positions: a cached row fits shared memory; 64-bit ones spilled, loops unrolled.)
+      const int n = static_cast<int>(cols);
+      const int seg = ((n + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
+      const int begin = min(int(threadIdx.x) * seg, n);
+      const int end = min(begin + seg, n);
+      int taken = 0, tied = 0;
+#pragma unroll 4
+      for (int e = begin; e < end; ++e) {
+        const Key key = row.cache[e];
         taken += plan.takes(key);
         tied += plan.fills(key);
       }
       int64_t taken_before, tied_before;
       block_scan2<kWarps>(s_scan_a, s_scan_b, taken, tied, taken_before, tied_before);
-      int64_t my_ties = min(max(plan.quota - tied_before, int64_t(0)), tied);
-      int64_t pos = taken_before + min(tied_before, plan.quota);
-      for (int64_t e = begin; e < end; ++e) {
-        const Key key = row.key_at(e);
+      int my_ties = int(min(max(plan.quota - tied_before, int64_t(0)), int64_t(tied)));
+      int pos = int(taken_before + min(tied_before, plan.quota));
+#pragma unroll 4
+      for (int e = begin; e < end; ++e) {
+        const Key key = row.cache[e];
         bool take = plan.takes(key);
         if (!take && my_ties > 0 && plan.fills(key)) {
           take = true;
