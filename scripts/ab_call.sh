@@ -8,6 +8,8 @@
 #   DISTS     row values (benchmarks/ab.py --dists, default randn)
 #   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py);
 #             PYTEST_K, their -k expression (default "not cpu")
+#   PATCH_C   a second change (scripts/ab_tree.sh): C built beside B (MAX_JOBS=8 each), tested with TESTS_B
+#             and measured against A the same way (ab_c_*.md)
 #   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B; SAN_K narrows it (-k)
 set -uo pipefail
 # shellcheck source=scripts/ab_tree.sh
@@ -15,27 +17,44 @@ set -uo pipefail
 t0=$(date +%s)
 rtopk_build "$OUT/build_a.log" "${PREBUILT_A:-}" || { tail -40 "$OUT/build_a.log"; exit 1; }
 echo "A built: $(($(date +%s) - t0)) s"
+if [ -n "$C" ]; then
+  export MAX_JOBS=8  # (two builds side by side)
+  (build_c; echo "C build rc=$? at $(($(date +%s) - t0)) s") &
+  cpid=$!
+fi
 (build_b; echo "B build rc=$? at $(($(date +%s) - t0)) s") &
 bpid=$!
 # shellcheck disable=SC2086
 timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" >"$OUT/pytest_a.log" 2>&1
 echo "tests A rc=$?: $(tail -1 "$OUT/pytest_a.log")"
 wait $bpid
-# shellcheck disable=SC2086  # (word splitting wanted: several test files)
-(cd "$B" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" \
-   >"$OUT/pytest_b.log" 2>&1
- echo "tests B rc=$?: $(tail -1 "$OUT/pytest_b.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_b.log" | head)
-for f in a b; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
+[ -n "$C" ] && wait "$cpid"
+trees=(b)
+[ -n "$C" ] && trees+=(c)
+for t in "${trees[@]}"; do
+  d=$B
+  [ "$t" = c ] && d=$C
+  # shellcheck disable=SC2086  # (word splitting wanted: several test files)
+  (cd "$d" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" \
+     >"$OUT/pytest_$t.log" 2>&1
+   echo "tests ${t^^} rc=$?: $(tail -1 "$OUT/pytest_$t.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_$t.log" | head)
+done
+for f in a "${trees[@]}"; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | sed 's/^ *//' >"$OUT/ptxas_$f.txt"; done
 # (The k largest, then with SMALLEST=1 the k smallest.)
 orders=(largest)
 [ "${SMALLEST:-0}" = 1 ] && orders+=(smallest)
-for dt in ${DTYPES:-float32}; do
-  for o in "${orders[@]}"; do
-    flag=() suffix=
-    [ "$o" = smallest ] && flag=(--smallest) suffix=_smallest
-    python3 benchmarks/ab.py --a "$ROOT" --b "$B" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
-      --dists "${DISTS:-randn}" "${flag[@]}" --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" |
-      tee "$OUT/ab_${dt}${suffix}.md"
+for t in "${trees[@]}"; do
+  d=$B prefix=ab
+  [ "$t" = c ] && d=$C prefix=ab_c
+  for dt in ${DTYPES:-float32}; do
+    for o in "${orders[@]}"; do
+      flag=() suffix=
+      [ "$o" = smallest ] && flag=(--smallest) suffix=_smallest
+      echo "A against ${t^^}, $dt $o:"
+      python3 benchmarks/ab.py --a "$ROOT" --b "$d" --rounds 3 --modes "${MODES:-exact,it4}" --dtype "$dt" \
+        --dists "${DISTS:-randn}" "${flag[@]}" --cells "${CELLS:-262144x256:16,128;262144x768:16,128}" |
+        tee "$OUT/${prefix}_${dt}${suffix}.md"
+    done
   done
 done
 if [ "${SANITIZE_B:-0}" = 1 ]; then

@@ -6,7 +6,8 @@
 # a switch flipped, e.g. SED_B='s/kLaneEight = false/kLaneEight = true/'), MAX_JOBS (default 16).
 # PREBUILT_A / PREBUILT_B: folders scripts/prebuild.sh wrote here (prebuilt/a, prebuilt/b; the call carries
 # "prebuilt"): A and B take those binaries instead of building (~170 s each), if their stamps match the trees.
-# build_b builds B in place, logs to $OUT/build_b.log.
+# build_b builds B in place, logs to $OUT/build_b.log.  PATCH_C: a second change, C (another copy of this
+# tree with that patch), built beside B by build_c (logs to $OUT/build_c.log) and measured against A alike.
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 # shellcheck disable=SC2034  # (read by the scripts that source this one)
@@ -17,13 +18,23 @@ PREBUILT_A=${PREBUILT_A:+$(realpath -m "$PREBUILT_A")}
 PREBUILT_B=${PREBUILT_B:+$(realpath -m "$PREBUILT_B")}
 # shellcheck source=scripts/build_env.sh
 . "$(dirname "${BASH_SOURCE[0]}")/build_env.sh"
-B=$(mktemp -d)
 # (scripts: profile_one.py for ab_profile.sh)
-cp -r csrc rtopk tests scripts setup.py pyproject.toml "$B" && rm -f "$B"/rtopk/_C*.so
+new_tree() {  # a copy of this tree without its build, in a new folder (printed)
+  local d
+  d=$(mktemp -d)
+  cp -r csrc rtopk tests scripts setup.py pyproject.toml "$d" && rm -f "$d"/rtopk/_C*.so && echo "$d"
+}
+B=$(new_tree)
+PATCH_C=${PATCH_C:+$(realpath -m "$PATCH_C")}
+C=
+if [ -n "$PATCH_C" ]; then C=$(new_tree); fi
 build_b() {
   if [ -n "$SED_B" ]; then
     (cd "$B" && sed -i "$SED_B" csrc/cuda/*.cuh && rtopk_build "$OUT/build_b.log" "$PREBUILT_B")
   else
     (cd "$B" && patch -p1 <"$PATCH" && rtopk_build "$OUT/build_b.log" "$PREBUILT_B")
   fi
+}
+build_c() {
+  (cd "$C" && patch -p1 <"$PATCH_C" && rtopk_build "$OUT/build_c.log")
 }
