@@ -760,6 +760,10 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
       } else {
         __syncthreads();
       }
+      // The block's next row into L2 while this one is searched from the cache, so that its fill
+      // waits on L2 rather than on DRAM (two blocks an SM leave DRAM idle during the passes).
+      if (r + gridDim.x < rows && threadIdx.x < 32)
+        prefetch_l2(x + int64_t(gridDim.x) * cols, cols * int64_t(sizeof(scalar_t)));
     }
     // (The table's reset is ordered before its first read by the key-range pass's barrier, after
     // the last row's reads by the barrier closing that row.)
