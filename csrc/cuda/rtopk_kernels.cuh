@@ -445,35 +445,26 @@ struct BlockRow {
   }
 };
 
-// Exclusive prefix over the block's threads of two per-thread counts, in one scan.
+// Exclusive prefix over the block's threads of a 32-bit count, and the block's total, by one
+// barrier: two 16-bit counts packed (lo | hi << 16) scan at once where every block-wide sum stays
+// below 2^16.  The kWarps slots are rewritten only past the caller's next barrier (or a second
+// set).
 template <int kWarps>
-__device__ __forceinline__ void block_scan2(int64_t* s_a, int64_t* s_b, int64_t a, int64_t b,
-                                            int64_t& before_a, int64_t& before_b) {
+__device__ __forceinline__ unsigned block_exclusive_sum(unsigned* slots, unsigned mine,
+                                                        unsigned& total) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
-  int64_t ia = a, ib = b;  // inclusive within the warp
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int64_t ya = __shfl_up_sync(kFullMask, ia, o);
-    const int64_t yb = __shfl_up_sync(kFullMask, ib, o);
-    if (lane >= o) {
-      ia += ya;
-      ib += yb;
-    }
-  }
-  if (lane == 31) {
-    s_a[warp] = ia;
-    s_b[warp] = ib;
-  }
+  const unsigned incl = warp_inclusive_sum(mine);
+  if (lane == 31) slots[warp] = incl;
   __syncthreads();
-  int64_t wa = 0, wb = 0;
+  unsigned before = incl - mine;
+  total = 0;
 #pragma unroll
   for (int w = 0; w < kWarps; ++w) {
-    wa += w < warp ? s_a[w] : 0;
-    wb += w < warp ? s_b[w] : 0;
+    const unsigned t = slots[w];
+    before += w < warp ? t : 0u;
+    total += t;
   }
-  before_a = wa + ia - a;
-  before_b = wb + ib - b;
-  __syncthreads();  // the slots are rewritten by the next scan
+  return before;
 }
 
 // Exact mode for a row cached in shared memory: midpoint bisection in value space until at most
@@ -609,7 +600,7 @@ __device__ __forceinline__ void block_emit_streamed(
   constexpr int kWarps = kRowBlockThreads / 32;
   constexpr int kPer = Packs::kPer;
   const Packs packs(x, n);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x / 32;
+  // (lane and warp: block_exclusive_sum)
   int64_t taken = 0, filled = 0;  // over the chunks before (block-uniform)
   int64_t v = threadIdx.x;
   typename Packs::Pack cur = packs.load(v < packs.count ? v : 0);
@@ -628,17 +619,9 @@ __device__ __forceinline__ void block_emit_streamed(
     }
     // (Both counts < 2^16: a chunk holds kRowBlockThreads * kPer <= 4096 elements.)
     const unsigned mine = unsigned(__popc(takes)) | (unsigned(__popc(fills)) << 16);
-    const unsigned incl = warp_inclusive_sum(mine);
-    if (lane == 31) s_sums[parity][warp] = incl;
-    __syncthreads();  // (two slot sets: a chunk's slots are rewritten two chunks on, past a
-                      // barrier)
-    unsigned before = incl - mine, total = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const unsigned s = s_sums[parity][w];
-      before += w < warp ? s : 0u;
-      total += s;
-    }
+    // (Two slot sets: a chunk's slots are rewritten two chunks on, past a barrier.)
+    unsigned total;
+    const unsigned before = block_exclusive_sum<kWarps>(s_sums[parity], mine, total);
     if (takes | fills) {
       int64_t t_before = taken + (before & 0xFFFFu), f_before = filled + (before >> 16);
 #pragma unroll
@@ -664,6 +647,9 @@ __device__ __forceinline__ void block_emit_streamed(
 
 // The cache's keys for a row of n elements: the row's 16-byte packs whole (the first and last may
 // hang over its ends), so that each pack's keys are stored as whole 16-byte words.
+// (The cached emit scans its counts as 16-bit halves: below every device's shared memory today,
+// 227 KB, 58K 32-bit keys.)
+constexpr int64_t kBlockCacheMaxKeys = int64_t(1) << 16;
 template <typename scalar_t>
 constexpr int64_t block_cache_keys(int64_t n) {
   return n + 2 * (16 / int64_t(sizeof(scalar_t)));
@@ -748,8 +734,6 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
   __shared__ __align__(16) unsigned s_count[2 * kWarps];
   __shared__ Key s_lo[kWarps];
   __shared__ Key s_hi[kWarps];
-  __shared__ int64_t s_scan_a[kWarps];
-  __shared__ int64_t s_scan_b[kWarps];
   __shared__ Key s_ck[32];
   __shared__ int s_ci[32];
   __shared__ int s_n;
@@ -797,39 +781,65 @@ __device__ __forceinline__ void block_rows(const scalar_t* __restrict__ in,
     if constexpr (kStreamed) {
       block_emit_streamed(x, cols, largest, plan, k, ov, oi, s_sums);
     } else {
-      // Emit: each thread owns one contiguous segment (odd length, so that neighbouring threads'
-      // shared-memory reads fall in different banks); one block scan of (taken, tie) counts gives
-      // every thread its output position and its share of the ties, in index order.
+      // Emit: each thread owns a contiguous run of the cache's 16-byte words (an odd number, so
+      // that a quarter warp's 16-byte loads fall in distinct banks); one block scan of (taken,
+      // tied) counts gives every thread its output position and its share of the ties, in index
+      // order.  The keys around the row are 0, below every element's key (>= 1): a floor of at
+      // least 1 keeps them out of the ties, so no key's position is checked.
       // (32-bit positions: a cached row fits shared memory; 64-bit ones spilled, loops unrolled.)
-      const int n = static_cast<int>(cols);
-      const int seg = ((n + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
-      const int begin = min(int(threadIdx.x) * seg, n);
-      const int end = min(begin + seg, n);
-      int taken = 0, tied = 0;
-#pragma unroll 4
-      for (int e = begin; e < end; ++e) {
-        const Key key = row.cache[e];
-        taken += plan.takes(key);
-        tied += plan.fills(key);
+      constexpr int kPerWord = 16 / int(sizeof(Key));
+      union Word {
+        uint4 u;
+        Key k[kPerWord];
+      };
+      const int words = row.cache_words;
+      const int run = ((words + kRowBlockThreads - 1) / kRowBlockThreads) | 1;
+      const int wbegin = min(int(threadIdx.x) * run, words);
+      const int wend = min(wbegin + run, words);
+      const Key above = plan.above, least = plan.floor > Key(0) ? plan.floor : Key(1);
+      // Keys <= above and keys >= least: taken = the rest of the first, tied = the second less the
+      // taken ones (none when least > above).
+      unsigned at_most = 0, at_least = 0;
+#pragma unroll 2
+      for (int i = wbegin; i < wend; ++i) {
+        Word w;
+        w.u = block_rows_cache[i];
+#pragma unroll
+        for (int j = 0; j < kPerWord; ++j) {
+          at_most = add_ge(at_most, above, w.k[j]);
+          at_least = add_ge(at_least, w.k[j], least);
+        }
       }
-      int64_t taken_before, tied_before;
-      block_scan2<kWarps>(s_scan_a, s_scan_b, taken, tied, taken_before, tied_before);
-      int my_ties = int(min(max(plan.quota - tied_before, int64_t(0)), int64_t(tied)));
-      int pos = int(taken_before + min(tied_before, plan.quota));
+      const int taken = (wend - wbegin) * kPerWord - int(at_most);
+      const int tied = max(int(at_least) - taken, 0);
+      // (Packed: a cached row has fewer than kBlockCacheMaxKeys = 2^16 keys.)
+      unsigned total;
+      const unsigned before =
+          block_exclusive_sum<kWarps>(s_sums[0], unsigned(taken) | unsigned(tied) << 16, total);
+      const int taken_before = int(before & 0xFFFFu), tied_before = int(before >> 16);
+      const int quota = int(plan.quota);  // (<= k <= the row's length)
+      int my_ties = min(max(quota - tied_before, 0), tied);
+      int pos = taken_before + min(tied_before, quota);
       // (A thread stops once its share is placed: with max_iter, most threads place nothing.)
       const int last = pos + taken + my_ties;
-#pragma unroll 4
-      for (int e = begin; e < end && pos < last; ++e) {
-        const Key key = row.cache[e];
-        bool take = plan.takes(key);
-        if (!take && my_ties > 0 && plan.fills(key)) {
-          take = true;
-          --my_ties;
-        }
-        if (take) {
-          ov[pos] = key_value(key, x + e, largest);
-          oi[pos] = e;
-          ++pos;
+      const int pre = row.cache_pre();
+      for (int i = wbegin; i < wend && pos < last; ++i) {
+        Word w;
+        w.u = block_rows_cache[i];
+#pragma unroll
+        for (int j = 0; j < kPerWord; ++j) {
+          const Key key = w.k[j];
+          bool take = key > above;
+          if (!take && my_ties > 0 && key >= least) {
+            take = true;
+            --my_ties;
+          }
+          if (take) {
+            const int e = i * kPerWord + j - pre;
+            ov[pos] = key_value(key, x + e, largest);
+            oi[pos] = e;
+            ++pos;
+          }
         }
       }
     }
@@ -1059,7 +1069,8 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   const size_t cache = size_t(block_cache_keys<scalar_t>(a.cols)) * sizeof(KeyFor<scalar_t>);
   const BlockCache fits = block_cache_bytes(block_rows_kernel<scalar_t>);
   const bool few_steps = a.max_iter >= 1 && a.max_iter <= 4;
-  if (cache <= (few_steps ? fits.two_blocks : fits.one_block)) {
+  if (block_cache_keys<scalar_t>(a.cols) < kBlockCacheMaxKeys &&
+      cache <= (few_steps ? fits.two_blocks : fits.one_block)) {
     block_rows_kernel<scalar_t><<<grid, kRowBlockThreads, cache, stream>>>(
         in, ov, oi, a.rows, a.cols, a.k, a.max_iter, static_cast<Compute>(a.eps), a.largest);
   } else {
