@@ -18,7 +18,8 @@ import subprocess
 import sys
 
 MODES = {"exact": (-1, 0.0, False), "sorted": (-1, 0.0, True), "it2": (2, 0.0, False),
-         "it4": (4, 0.0, False), "it8": (8, 0.0, False), "torch": None}  # torch: torch.topk (sorted)
+         "it4": (4, 0.0, False), "it8": (8, 0.0, False), "it4_sorted": (4, 0.0, True), "eps": (-1, 1e-3, False),
+         "torch": None}  # torch: torch.topk (sorted)
 
 
 # Row values (--dists): randn, the heavy tails of the adversarial rows drawn from randn
@@ -60,7 +61,7 @@ def child(args):
             elif args.smallest:  # the k smallest, through the drop-in API
                 fn = lambda: rtopk.topk(x, k, largest=False, sorted=sorted_, max_iter=max_iter, eps=eps)
             elif sorted_:
-                fn = lambda: rtopk.topk(x, k, sorted=True)
+                fn = lambda: rtopk.topk(x, k, sorted=True, max_iter=None if max_iter < 0 else max_iter, eps=eps)
             else:
                 fn = lambda: torch.ops.rtopk.rtopk(x, k, max_iter, eps)
             cell = f"{n}x{m}:{k}:{mode}" + ("" if dist == "randn" else f":{dist}")

@@ -31,9 +31,9 @@ wait $bpid
 [ -n "$C" ] && wait "$cpid"
 trees=(b)
 [ -n "$C" ] && trees+=(c)
+tree_dir() { if [ "$1" = c ]; then echo "$C"; else echo "$B"; fi; }
 for t in "${trees[@]}"; do
-  d=$B
-  [ "$t" = c ] && d=$C
+  d=$(tree_dir "$t")
   # shellcheck disable=SC2086  # (word splitting wanted: several test files)
   (cd "$d" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu}" \
      >"$OUT/pytest_$t.log" 2>&1
@@ -44,8 +44,8 @@ for f in a "${trees[@]}"; do grep -E "ptxas info|spill" "$OUT/build_$f.log" | se
 orders=(largest)
 [ "${SMALLEST:-0}" = 1 ] && orders+=(smallest)
 for t in "${trees[@]}"; do
-  d=$B prefix=ab
-  [ "$t" = c ] && d=$C prefix=ab_c
+  d=$(tree_dir "$t") prefix=ab
+  [ "$t" = c ] && prefix=ab_c
   for dt in ${DTYPES:-float32}; do
     for o in "${orders[@]}"; do
       flag=() suffix=
