@@ -1,7 +1,7 @@
 """The short-row kernels (csrc/cuda/rtopk_small_rows.cuh: rank_rows_kernel, G lanes a row and 32 / G rows a warp, in
-exact mode and with the plan of max_iter / eps; round_rows_kernel, a few rows a warp at small k) on the CPU through
-the warp emulator (tests/emu), with rows of every kind side by side in a warp (so that rows of different kinds share
-a warp's votes and shuffles), both directions and orders, fp32/fp16/bf16.  Exact mode against the plain-torch
+exact mode; round_rows_kernel, a few rows a warp at small k; thread_rows_kernel, a row a thread with the plan of
+max_iter / eps) on the CPU through the warp emulator (tests/emu), with rows of every kind side by side in a warp (so
+that rows of different kinds share a warp's votes and shuffles), both directions and orders, fp32/fp16/bf16.  Exact mode against the plain-torch
 reference bit for bit, the other modes against the CPU backend (CUDA must equal it).  The rank kernel's lane groups
 vote and shuffle with partial masks: the emulator completes each group's collective on its own and aborts on a lane
 outside its mask, a group at different collectives, or a stuck warp.  Runs where test_lane_emu.py runs."""
@@ -69,24 +69,6 @@ def test_rank_rows_emulated(small_emulator, tmp_path, dtype, M):
         exact_both_ways(small_emulator, tmp_path, "rank", G, x, k)
 
 
-@pytest.mark.parametrize("M", [2, 3, 5, 8])
-def test_rank_rows_plan_emulated(small_emulator, tmp_path, M):
-    """max_iter and eps on rows of up to 8 (the CPU's plan on each row's lane group): equal to the CPU backend."""
-    gen = torch.Generator().manual_seed(700 + M)
-    G = 1 << (M - 1).bit_length()
-    for dtype in DTYPES:
-        x = mixed_rows(M, dtype, gen)
-        for k in sorted({1, max(M // 2, 1), M - 1} - {0}):
-            for max_iter, eps in ((1, 0.0), (2, 0.0), (4, 0.0), (-1, 1e-3), (-1, 0.3)):
-                for largest in (True, False):
-                    sort = largest  # (both orders over the loop)
-                    ctx = f"plan G={G} M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} dtype={dtype}"
-                    ov, oi = emu_small(small_emulator, tmp_path, "plan", G, x, k, largest, sort, max_iter, eps)
-                    cv, ci = rtopk.topk(x, k, largest=largest, sorted=sort,
-                                        max_iter=None if max_iter < 0 else max_iter, eps=eps)
-                    check(ov, oi, cv, ci, ctx)
-
-
 ROUND = [(1, 17), (1, 32), (2, 33), (2, 64), (3, 95), (4, 128), (6, 150), (8, 193), (8, 256)]
 
 
@@ -97,3 +79,25 @@ def test_round_rows_emulated(small_emulator, tmp_path, dtype, vpt, M):
     x = mixed_rows(M, dtype, gen)
     for k in (1, 2, 4, 8) if vpt <= 3 else (1, 3, 4):
         exact_both_ways(small_emulator, tmp_path, "round", vpt, x, k)
+
+
+THREAD = [(8, 2), (8, 5), (8, 8), (16, 9), (16, 16), (32, 17), (32, 31), (32, 32), (64, 33), (64, 47), (64, 64)]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+@pytest.mark.parametrize("N,M", THREAD, ids=[f"N{n}_M{m}" for n, m in THREAD])
+def test_thread_rows_emulated(small_emulator, tmp_path, dtype, N, M):
+    """A thread a row (thread_rows_kernel, make_plan on the thread's own keys): max_iter, eps and exact mode (the
+    plan's exact path, behind kThreadRowsExact on the GPU) against the CPU backend, both directions, index and rank
+    order; rows of whole 16-byte words take the vector loads."""
+    gen = torch.Generator().manual_seed(1300 + M + 50 * list(DTYPES).index(dtype))
+    x = mixed_rows(M, dtype, gen)
+    for k in sorted({1, 2, max(M // 2, 1), M - 1} - {0}):
+        for max_iter, eps in ((1, 0.0), (2, 0.0), (4, 0.0), (9, 0.0), (-1, 1e-3), (-1, 0.3), (-1, 0.0)):
+            for largest in (True, False):
+                for sort in (False, True):
+                    ctx = f"thread N={N} M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sort}"
+                    ov, oi = emu_small(small_emulator, tmp_path, "thread", N, x, k, largest, sort, max_iter, eps)
+                    cv, ci = rtopk.topk(x, k, largest=largest, sorted=sort,
+                                        max_iter=None if max_iter < 0 else max_iter, eps=eps)
+                    check(ov, oi, cv, ci, f"{ctx} dtype={dtype}")

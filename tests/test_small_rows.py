@@ -3,8 +3,9 @@ up to 32 elements: a row per 2..32 lanes, each element ranked by shuffles; 33..2
 k rounds of a warp maximum): against the plain-torch reference bit for bit, in index order (rtopk.rtopk)
 and rank order (rtopk.topk), largest and smallest, every row length around the kernels' lane groups and
 slot levels, k on both sides of the round kernel's limits, row counts past one grid's stride and not a
-multiple of the rows a warp takes, row starts off a 16-byte boundary, and rows of ties, NaN and +-inf.
-Skipped without CUDA."""
+multiple of the rows a warp takes, row starts off a 16-byte boundary, and rows of ties, NaN and +-inf.  The other
+modes (max_iter, eps) on rows of up to 64 elements (32 for fp64) take a thread a row (thread_rows_kernel, make_plan
+on the thread's registers): against the CPU backend bit for bit.  Skipped without CUDA."""
 
 import pytest
 import torch
@@ -85,10 +86,10 @@ def test_small_rows_ties_at_the_kth_value_are_taken_by_index():
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_small_rows_every_mode_matches_cpu(dtype):
-    """Algorithm 2 (max_iter) and the eps search on rows of up to 8 elements run in the rank kernel on the CPU's
-    plan (make_plan over the row's lane group); at k == M rows of up to 32 take the rank kernel's exact instance
-    (every mode selects the whole row); the rest keep the value kernels.  Bit for bit with the CPU, both
-    directions and both orders, rows whose plans stop at different iterations in one warp."""
+    """Algorithm 2 (max_iter) and the eps search on rows of up to 64 elements run a thread a row on the CPU's plan
+    (rank order up to 32); at k == M rows of up to 32 take the rank kernel's exact instance (every mode selects the
+    whole row); the rest keep the value kernels.  Bit for bit with the CPU, both directions and both orders, rows
+    whose plans stop at different iterations in one warp."""
     gen = torch.Generator().manual_seed(17 + DTYPES.index(dtype))
     modes = [(2, 0.0), (4, 0.0), (30, 0.0), (None, 1e-2), (3, 1e-3)]
     for M in RANK_LENGTHS + [33, 100, 256]:
@@ -103,3 +104,36 @@ def test_small_rows_every_mode_matches_cpu(dtype):
                         ctx = f"M={M} {kind} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sorted_}"
                         assert torch.equal(g.indices.cpu(), c.indices), ctx
                         assert torch.equal(bits(g.values.cpu()), bits(c.values)), ctx
+
+
+THREAD_LENGTHS = [3, 8, 9, 12, 16, 17, 24, 31, 32, 33, 40, 48, 63, 64, 65]  # N = 8 / 16 / 32 / 64, and past
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_thread_rows_every_mode_matches_cpu(dtype):
+    """max_iter and eps a thread a row, at every row length around its register rows (8 / 16 / 32 / 64 keys; fp64
+    up to 32; rows of 33.. in launches of 65536 rows), rows in whole 16-byte words (vector loads) and not, the same
+    rows starting off a 16-byte boundary (element loads), row counts past one grid stride; against the CPU backend
+    bit for bit."""
+    gen = torch.Generator().manual_seed(71 + DTYPES.index(dtype))
+    modes = [(1, 0.0), (4, 0.0), (13, 0.0), (None, 1e-3), (2, 0.3)]
+    for M in THREAD_LENGTHS:
+        x = torch.cat([make_rows(kind, (9, M), dtype, "cpu", gen) for kind in KINDS])
+        x = x[torch.randperm(x.shape[0], generator=gen)]
+        # (Rows of more than 32 take the kernel from kThreadRowsWideMinRows rows: x repeated on the GPU.)
+        reps = -(-65536 // x.shape[0]) if M > 32 else 1
+        for xc in (x.cuda().repeat(reps, 1), misaligned(x.cuda().repeat(reps, 1))):
+            for k in sorted({1, 2, 5, M // 2, M - 1} & set(range(1, M))):
+                for max_iter, eps in modes:
+                    for largest, sorted_ in ((True, True), (False, True), (True, False), (False, False)):
+                        c = rtopk.topk(x, k, largest=largest, sorted=sorted_, max_iter=max_iter, eps=eps)
+                        g = rtopk.topk(xc, k, largest=largest, sorted=sorted_, max_iter=max_iter, eps=eps)
+                        ctx = (f"M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sorted_} "
+                               f"aligned={xc.data_ptr() % 16 == 0}")
+                        assert torch.equal(g.indices.cpu(), c.indices.repeat(reps, 1)), ctx
+                        assert torch.equal(bits(g.values.cpu()), bits(c.values.repeat(reps, 1))), ctx
+    # Past one grid stride (every thread then walks on by the grid's rows).
+    x = make_rows("randn", (300_001, 48), dtype, "cpu", gen)
+    c = rtopk.rtopk(x, 5, max_iter=3)
+    g = rtopk.rtopk(x.cuda(), 5, max_iter=3)
+    assert torch.equal(g[1].cpu(), c[1]) and torch.equal(bits(g[0].cpu()), bits(c[0]))

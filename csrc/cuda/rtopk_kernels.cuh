@@ -136,19 +136,6 @@ __device__ __forceinline__ typename KeyTraits<Compute>::Key directed_key_sel(Com
   return v != v ? (largest ? T::kMax : Key(1)) : key;
 }
 
-// c + (key >= t): the borrow of key - t carried into the add (two instructions; the compiler's
-// compare-and-select took three).
-__device__ __forceinline__ unsigned add_ge(unsigned c, uint32_t key, uint32_t t) {
-  unsigned r;
-  asm("{\n\t.reg .u32 d;\n\tsub.cc.u32 d, %1, %2;\n\taddc.u32 %0, %3, 0;\n\t}"
-      : "=r"(r)
-      : "r"(key), "r"(t), "r"(c));
-  return r;
-}
-__device__ __forceinline__ unsigned add_ge(unsigned c, uint64_t key, uint64_t t) {
-  return c + (key >= t);
-}
-
 // A row read from global memory in 16-byte packs at 16-byte addresses: pack v holds elements
 // [v * kPer - pre, v * kPer - pre + kPer), pre being the row start's offset in its pack, so that a
 // row that does not start 16-byte aligned is still read in aligned vectors.  Only the first and

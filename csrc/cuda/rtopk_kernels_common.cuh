@@ -177,6 +177,23 @@ __device__ __forceinline__ T warp_inclusive_sum(T v) {
   return v;
 }
 
+// c + (key >= t): the borrow of key - t carried into the add (two instructions; the compiler's
+// compare-and-select took three).
+__device__ __forceinline__ unsigned add_ge(unsigned c, uint32_t key, uint32_t t) {
+#if defined(__CUDA_ARCH__)
+  unsigned r;
+  asm("{\n\t.reg .u32 d;\n\tsub.cc.u32 d, %1, %2;\n\taddc.u32 %0, %3, 0;\n\t}"
+      : "=r"(r)
+      : "r"(key), "r"(t), "r"(c));
+  return r;
+#else  // (the emulators of tests/emu)
+  return c + (key >= t);
+#endif
+}
+__device__ __forceinline__ unsigned add_ge(unsigned c, uint64_t key, uint64_t t) {
+  return c + (key >= t);
+}
+
 // Writes, in index order, the elements a Plan selects from a warp's register-resident row (slot j
 // of lane l is element j*32 + l).  key_of(j) gives slot j's key, value_of(j, e) its output value.
 template <int VPT, typename Key, typename scalar_t, typename KeyOf, typename ValueOf>

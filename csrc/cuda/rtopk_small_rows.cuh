@@ -1,22 +1,24 @@
 // Top-k of short rows (mixture-of-experts routers: 8..256 experts, k of 1..8) without the value
 // kernels' search.  Those pay a fixed ~300 warp instructions a row (min/max, the cut, the staging
 // and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a row of
-// 8.  Two kernels instead, both in the tie rule of rtopk_algo.h (directed keys, equal keys by
-// index), both giving rank order or index order as asked:
-//   rank_rows_kernel   rows of at most 32 elements (8 for max_iter / eps, unless k == cols): G
-//                      lanes a row (the power of two >= cols), 32 / G rows a warp; in exact mode
-//                      each element's rank is counted over its row by G shuffles and the elements
-//                      of rank < k are the selection; in the other modes make_plan runs on the
-//                      row's lane group (the CPU's plan) and the taken elements are ranked the
-//                      same way.  The rank is the place in rank order, a ballot gives the place
-//                      in index order.
-//   round_rows_kernel  16/32-bit rows of 17..256 elements at small k (round_rows_max_k), exact
-//                      mode: a warp ranks a few rows at once in k rounds, each taking a row's
-//                      largest remaining key (lowest index among equal ones) with two warp
-//                      reductions; rank order falls out, index order from ranking the k indices.
+// 8.  Three kernels instead, all in the tie rule of rtopk_algo.h (directed keys, equal keys by
+// index), all giving rank order or index order as asked:
+//   rank_rows_kernel    rows of at most 32 elements in exact mode (and every mode at k == cols): G
+//                       lanes a row (the power of two >= cols), 32 / G rows a warp; each element's
+//                       rank is counted over its row by G shuffles and the elements of rank < k are
+//                       the selection.  The rank is the place in rank order, a ballot gives the
+//                       place in index order.
+//   round_rows_kernel   16/32-bit rows of 17..256 elements at small k (round_rows_max_k), exact
+//                       mode: a warp ranks a few rows at once in k rounds, each taking a row's
+//                       largest remaining key (lowest index among equal ones) with two warp
+//                       reductions; rank order falls out, index order from ranking the k indices.
+//   thread_rows_kernel  rows of up to 64 elements (32 in fp64; 33.. in large launches) in the
+//                       modes with a plan (max_iter, eps): a thread a row, make_plan (the CPU's)
+//                       on the thread's registers.
 // Measured against the value kernels (notes v29): exact 2.5-7x faster at 8..16 elements, 1.3-2.7x
-// at 17..256 elements with k <= 4, the sorted output 4-10x at 8..16; max_iter=4 at 8 elements
-// 1.4-1.7x.
+// at 17..256 elements with k <= 4, the sorted output 4-10x at 8..16; the thread kernel (notes
+// v60, H200, max_iter=4, 2^18 rows): 0.25-0.30x of the time at 8..16 elements and k = 2, 0.42x at
+// 32 and k = 4, 0.68-0.88x at k = 8 (rank order 0.18-0.93x).
 #pragma once
 
 #include <algorithm>
@@ -35,37 +37,11 @@ constexpr int kSmallBlockWarps = kSmallBlockThreads / 32;
 // Row groups a lane loads before it ranks the first: loads in flight for the short rows.
 constexpr int kRankGroupsInFlight = 4;
 
-// make_plan's Row (rtopk_algo.h) over a row held one key a lane by the G lanes of `group` (key 0
-// past the row's end): Algorithm 2 and the eps search on short rows, with the CPU's plan.  Only the
-// group's lanes take part in its votes and shuffles: groups of one warp may leave a loop apart.
-template <typename Key, int G>
-struct LaneGroupRow {
-  Key key;
-  unsigned group;
-
-  __device__ __forceinline__ int64_t count_ge(Key t) const {
-    return __popc(__ballot_sync(group, key >= t));  // (t >= 1: past the end never counts)
-  }
-  __device__ __forceinline__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
-    const bool use = key != 0 && (!finite_only || key_is_finite(key));
-    Key mn = use ? key : KeyTraits<ComputeOf<Key>>::kMax, mx = use ? key : 0;
-#pragma unroll
-    for (int o = G / 2; o > 0; o >>= 1) {
-      mn = min(mn, __shfl_xor_sync(group, mn, o, G));
-      mx = max(mx, __shfl_xor_sync(group, mx, o, G));
-    }
-    lo = mn;
-    hi = mx;
-    return hi != 0;
-  }
-};
-
-// kExact: exact mode (the instance exact calls take: without the plan's registers).
-template <typename scalar_t, int G, bool kExact>
+// Exact mode (and every mode at k == cols).
+template <typename scalar_t, int G>
 __global__ void __launch_bounds__(kSmallBlockThreads)
     rank_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
-                     int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest,
+                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k, bool largest,
                      bool sorted) {
   static_assert(G >= 2 && G <= kRankOrderFreeCols && (G & (G - 1)) == 0,
                 "G lanes a row: a power of two, at most a warp");
@@ -95,17 +71,6 @@ __global__ void __launch_bounds__(kSmallBlockThreads)
     for (int u = 0; u < U; ++u) {
       // Key 0 (below every real key) for the lanes past the row's end.
       Key key = ok[u] ? directed_key<typename E::Compute>(E::to_compute(v[u]), largest) : Key(0);
-      bool take = true;
-      if constexpr (!kExact) {
-        // The plan of Algorithm 2 / the eps search; then rank what it takes (key 0 for the rest).
-        LaneGroupRow<Key, G> row{key, group};
-        const Plan<Key> plan = make_plan<typename E::Compute>(row, k, max_iter, eps);
-        const bool fills = ok[u] && plan.fills(key);
-        const int fills_before = __popc(__ballot_sync(group, fills) & before);
-        take = ok[u] && (plan.takes(key) || (fills && fills_before < plan.quota));
-        __syncwarp();  // (the groups' plans may have looped apart)
-        key = take ? key : Key(0);
-      }
       int rank = 0;
       if constexpr (sizeof(scalar_t) == 2) {
         // The fp32 key of a 16-bit value has its low 13 bits all equal (0, or all ones when
@@ -125,7 +90,7 @@ __global__ void __launch_bounds__(kSmallBlockThreads)
         }
         rank += __popc(equal & ((1u << c) - 1u));
       }
-      take = take && ok[u] && rank < k;
+      const bool take = ok[u] && rank < k;
       const unsigned taken = __ballot_sync(kFullMask, take);
       const int pos = sorted ? rank : __popc(taken & before);
       if (take) {
@@ -213,10 +178,132 @@ __global__ void __launch_bounds__(kSmallBlockThreads, 4)
   }
 }
 
-// Longest rows whose max_iter / eps calls take the rank kernel (make_plan on the lane group).
-// Measured (MoE grid, N = 2^18, against the value kernels; notes v29): max_iter=4 at 8 elements
-// 0.58-0.69 of the time, at 16 elements 1.05-1.36 (each midpoint a chain of group shuffles).
-constexpr int64_t kRankPlanMaxCols = 8;
+// make_plan's Row over a row held whole by one thread (key 0 past the row's end): a count is N
+// add_ge's, the range N compares, no vote or shuffle.
+template <typename Key, int N>
+struct ThreadRow {
+  const Key (&keys)[N];
+
+  __device__ __forceinline__ int64_t count_ge(Key t) const {  // (t >= 1: key 0 never counts)
+    unsigned c = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) c = add_ge(c, keys[j], t);
+    return c;
+  }
+  __device__ __forceinline__ bool key_range(Key& lo, Key& hi, bool finite_only) const {
+    Key mn = KeyTraits<ComputeOf<Key>>::kMax, mx = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      const Key key = keys[j];
+      const bool use = key != 0 && (!finite_only || key_is_finite(key));
+      mn = use && key < mn ? key : mn;
+      mx = use && key > mx ? key : mx;
+    }
+    lo = mn;
+    hi = mx;
+    return hi != 0;
+  }
+};
+
+// A thread a row (thread_rows_kernel): rows of up to N elements (8, 16, 32 or 64; 32 for fp64) in
+// the modes with a plan (max_iter, eps), where the rank kernel's lane groups pay a chain of group
+// shuffles a midpoint and the value kernels a warp's fixed ~300 instructions a row (notes v29):
+// the row's keys in the thread's registers and make_plan (the CPU's description: the same answer)
+// run on them alone, 32 rows a warp.  Index order: the selection's set bits in turn; rank order
+// (kSorted): k rounds of the largest selected key (N compares each).  packs: every row in whole
+// 16-byte words (cols a multiple of 16 bytes, the input 16-byte aligned).
+template <typename scalar_t, int N, bool kSorted>
+__global__ void __launch_bounds__(kSmallBlockThreads, 2)
+    thread_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                       int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                       int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest,
+                       bool packs) {
+  using E = Elem<scalar_t>;
+  using Compute = typename E::Compute;
+  using Key = KeyFor<scalar_t>;
+  constexpr int kPer = 16 / int(sizeof(scalar_t));
+  static_assert(N % kPer == 0, "whole 16-byte words");
+  const int64_t step = int64_t(gridDim.x) * kSmallBlockThreads;
+  for (int64_t r = int64_t(blockIdx.x) * kSmallBlockThreads + threadIdx.x; r < rows; r += step) {
+    const scalar_t* const x = in + r * cols;
+    Key keys[N];
+    const auto key_of = [&](scalar_t v) {
+      return directed_key<Compute>(E::to_compute(v), largest);
+    };
+    if (packs) {
+#pragma unroll
+      for (int p = 0; p < N / kPer; ++p) {
+        union {
+          uint4 u;
+          scalar_t s[kPer];
+        } w;
+        if (p * kPer < cols) w.u = reinterpret_cast<const uint4*>(x)[p];
+#pragma unroll
+        for (int q = 0; q < kPer; ++q)
+          keys[p * kPer + q] = p * kPer < cols ? key_of(w.s[q]) : Key(0);
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) keys[j] = j < cols ? key_of(x[j]) : Key(0);
+    }
+    const ThreadRow<Key, N> row{keys};
+    const Plan<Key> plan = make_plan<Compute>(row, k, max_iter, eps);
+    scalar_t* const ov = out_values + r * k;
+    int64_t* const oi = out_indices + r * k;
+    // The selection as a bit mask: every key above, then the first `quota` tied ones in index
+    // order. (Masks and loops over set bits keep the code small: the unrolled walks took 3K-11K
+    // SASS instructions an instance, and the rows' branches through them thrashed the instruction
+    // cache.)
+    using Mask = std::conditional_t<(N > 32), uint64_t, uint32_t>;
+    Mask take = 0, tied = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      take |= Mask(plan.takes(keys[j])) << j;
+      tied |= Mask(j < cols && plan.fills(keys[j])) << j;  // (fills: not takes)
+    }
+    for (int64_t q = plan.quota; q > 0 && tied != 0; --q) {
+      take |= tied & (Mask(0) - tied);
+      tied &= tied - 1;
+    }
+    // The values re-read from the row (L1 / L2 hits: read just now), the element's own bits.
+    if constexpr (!kSorted) {
+      for (int pos = 0; take != 0; ++pos, take &= take - 1) {
+        const int j = sizeof(Mask) == 8 ? __ffsll(int64_t(take)) - 1 : __ffs(int(take)) - 1;
+        ov[pos] = x[j];
+        oi[pos] = j;
+      }
+    } else {
+      // Rank order: a round a place, each the largest key left (the lowest index among equal
+      // ones: a strict compare in index order).
+      for (int pos = 0; take != 0; ++pos) {
+        Key best = 0;
+        int at = 0;
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          const bool better = ((take >> j) & 1u) && keys[j] > best;
+          best = better ? keys[j] : best;
+          at = better ? j : at;
+        }
+        take &= ~(Mask(1) << at);
+        ov[pos] = x[at];
+        oi[pos] = at;
+      }
+    }
+  }
+}
+
+// Rows of up to this many elements (32 for fp64: two registers a key) take the thread kernel in
+// the modes with a plan; and in exact mode too where kThreadRowsExact (off: the rank and round
+// kernels are the faster there; a switch for the A/B of notes v60).
+template <typename scalar_t>
+constexpr int64_t thread_rows_max_cols() {
+  return sizeof(scalar_t) == 8 ? 32 : 64;
+}
+// Rows of more than 32 elements only in launches of at least this many rows: a thread's row is a
+// long chain, and fewer rows leave the SMs too few warps to hide it (H200, max_iter=4, 64
+// elements, k = 8: 16384 rows 1.49x the value kernel's time, 65536 0.95x, 262144 0.88x; notes v60).
+constexpr int64_t kThreadRowsWideMinRows = 65536;
+constexpr bool kThreadRowsExact = false;
 
 // Blocks for rows_a_warp rows a warp, at most the 2048 threads a SM holds.
 inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
@@ -227,19 +314,16 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
 }
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernels itself)
-// Rows of 2..32 elements, any k; `exact`: the instance without the plan.  Outputs in rank order
-// when a.sorted.
+// Rows of 2..32 elements, any k, exact mode (or k == cols).  Outputs in rank order when a.sorted.
 template <typename scalar_t>
-void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a, bool exact,
+void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                       cudaStream_t stream) {
-  using Compute = typename Elem<scalar_t>::Compute;
   const auto launch = [&](auto lanes) {
     constexpr int G = decltype(lanes)::value;
-    const auto kernel =
-        exact ? rank_rows_kernel<scalar_t, G, true> : rank_rows_kernel<scalar_t, G, false>;
-    kernel<<<small_rows_grid(a.rows, 32 / G * kRankGroupsInFlight, a.num_sms), kSmallBlockThreads,
-             0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k),
-                          a.max_iter, static_cast<Compute>(a.eps), a.largest, a.sorted);
+    rank_rows_kernel<scalar_t, G>
+        <<<small_rows_grid(a.rows, 32 / G * kRankGroupsInFlight, a.num_sms), kSmallBlockThreads, 0,
+           stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest,
+                     a.sorted);
   };
   // G: the power of two >= cols.
   if (a.cols <= 2) {
@@ -266,6 +350,34 @@ void launch_round_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
       in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest, a.sorted);
 }
 
+template <typename scalar_t>
+void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                        cudaStream_t stream) {
+  using Compute = typename Elem<scalar_t>::Compute;
+  const bool packs =
+      (a.cols * int64_t(sizeof(scalar_t))) % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
+  const auto launch = [&](auto n) {
+    constexpr int N = decltype(n)::value;
+    const int64_t blocks = (a.rows + kSmallBlockThreads - 1) / kSmallBlockThreads;
+    const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (2048 / kSmallBlockThreads);
+    const auto kernel =
+        a.sorted ? thread_rows_kernel<scalar_t, N, true> : thread_rows_kernel<scalar_t, N, false>;
+    kernel<<<static_cast<unsigned>(std::min(blocks, cap)), kSmallBlockThreads, 0, stream>>>(
+        in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
+        static_cast<Compute>(a.eps), a.largest, packs);
+  };
+  if (a.cols <= 8) {
+    launch(std::integral_constant<int, 8>());
+  } else if (a.cols <= 16) {
+    launch(std::integral_constant<int, 16>());
+  } else if (a.cols <= 32) {
+    launch(std::integral_constant<int, 32>());
+  } else {
+    constexpr int kMost = int(thread_rows_max_cols<scalar_t>());
+    launch(std::integral_constant<int, kMost>());
+  }
+}
+
 // The short-row kernels where they apply (returns false where not): rows of up to 32 elements in
 // exact mode or at k == cols (up to 8 in the other modes), and 16/32-bit rows of up to 256 at
 // small k in exact mode.
@@ -277,6 +389,12 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
   // At k == cols every mode takes the whole row: exact mode's answer, without a plan (MoE
   // M = k = 8, max_iter=4: 0.0527 ms through the plan, 0.0139 exact; notes v30).
   const bool exact = exact_mode<Compute>(a) || a.k == a.cols;
+  // A thread a row: max_iter / eps on rows of up to thread_rows_max_cols (notes v60).
+  if ((!exact || kThreadRowsExact) && a.cols <= thread_rows_max_cols<scalar_t>() &&
+      (a.cols <= 32 || a.rows >= kThreadRowsWideMinRows) && a.k < a.cols) {
+    launch_thread_rows<scalar_t>(in, ov, oi, a, stream);
+    return true;
+  }
   if constexpr (sizeof(Compute) == 4) {
     // Rows of 17..32: the 32 shuffles a row of the rank kernel cost more than a few rounds.
     if (exact && a.cols > 16 && a.cols <= 32 && a.k <= round_rows_max_k(1)) {
@@ -284,13 +402,12 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
       return true;
     }
   }
-  // The rank kernel: exact mode on rows of up to 32; max_iter / eps only up to kRankPlanMaxCols
-  // elements.
-  if (a.cols <= kRankOrderFreeCols && (exact || a.cols <= kRankPlanMaxCols)) {
-    launch_rank_rows<scalar_t>(in, ov, oi, a, exact, stream);
+  if (!exact) return false;
+  // The rank kernel: exact mode on rows of up to 32.
+  if (a.cols <= kRankOrderFreeCols) {
+    launch_rank_rows<scalar_t>(in, ov, oi, a, stream);
     return true;
   }
-  if (!exact) return false;
   if constexpr (sizeof(Compute) == 4) {
     const auto rounds = [&](auto vpt) {
       constexpr int VPT = decltype(vpt)::value;

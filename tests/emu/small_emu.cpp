@@ -1,7 +1,9 @@
 // The short-row kernels (csrc/cuda/rtopk_small_rows.cuh) on the warp emulator: reads rows from a
-// file, runs rank_rows_kernel<T, G, exact> or round_rows_kernel<T, VPT> over a grid of blocks,
+// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT> or thread_rows_kernel<T, N>
+// (rank order where a.sorted) over a grid of blocks,
 // writes the outputs (poisoned first).  Driven by tests/test_lane_emu.py.
-//   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|plan|round) P(G or VPT) LARGEST SORTED ROWS COLS K
+//   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|round|thread) P(G, VPT or N) LARGEST SORTED ROWS
+//   COLS K
 //             MAX_ITER EPS GRID IN OUT_V OUT_I
 #include <string>
 
@@ -29,12 +31,11 @@ void run(const Args& a, Body body) {
   emu::run_topk<T>(a.files, a.rows, a.cols, a.k, a.grid, kSmallBlockThreads, body);
 }
 
-template <typename T, int G, bool kExact>
+template <typename T, int G>
 void rank(const Args& a) {
-  using Compute = typename rtopk::cuda_detail::Elem<T>::Compute;
   run<T>(a, [&](const T* in, T* ov, int64_t* oi) {
-    rtopk::cuda_detail::rank_rows_kernel<T, G, kExact>(in, ov, oi, a.rows, a.cols, a.k, a.max_iter,
-                                                       Compute(a.eps), a.largest, a.sorted);
+    rtopk::cuda_detail::rank_rows_kernel<T, G>(in, ov, oi, a.rows, a.cols, a.k, a.largest,
+                                               a.sorted);
   });
 }
 
@@ -46,19 +47,39 @@ void round(const Args& a) {
   });
 }
 
-template <typename T, bool kExact>
+template <typename T, int N>
+void thread(const Args& a) {
+  using Compute = typename rtopk::cuda_detail::Elem<T>::Compute;
+  // (The emulator's buffers are 16-byte aligned: rows of whole 16-byte words take the packs.)
+  const bool packs = (a.cols * int64_t(sizeof(T))) % 16 == 0;
+  run<T>(a, [&](const T* in, T* ov, int64_t* oi) {
+    if (a.sorted)
+      rtopk::cuda_detail::thread_rows_kernel<T, N, true>(
+          in, ov, oi, a.rows, a.cols, a.k, a.max_iter, Compute(a.eps), a.largest, packs);
+    else
+      rtopk::cuda_detail::thread_rows_kernel<T, N, false>(
+          in, ov, oi, a.rows, a.cols, a.k, a.max_iter, Compute(a.eps), a.largest, packs);
+  });
+}
+
+template <typename T>
 void rank_g(int g, const Args& a) {
-  if (g == 2) rank<T, 2, kExact>(a);
-  if (g == 4) rank<T, 4, kExact>(a);
-  if (g == 8) rank<T, 8, kExact>(a);
-  if (g == 16) rank<T, 16, kExact>(a);
-  if (g == 32) rank<T, 32, kExact>(a);
+  if (g == 2) rank<T, 2>(a);
+  if (g == 4) rank<T, 4>(a);
+  if (g == 8) rank<T, 8>(a);
+  if (g == 16) rank<T, 16>(a);
+  if (g == 32) rank<T, 32>(a);
 }
 
 template <typename T>
 void dispatch(const std::string& kernel, int p, const Args& a) {
-  if (kernel == "rank") rank_g<T, true>(p, a);
-  if (kernel == "plan") rank_g<T, false>(p, a);
+  if (kernel == "rank") rank_g<T>(p, a);
+  if (kernel == "thread") {
+    if (p == 8) thread<T, 8>(a);
+    if (p == 16) thread<T, 16>(a);
+    if (p == 32) thread<T, 32>(a);
+    if (p == 64) thread<T, 64>(a);
+  }
   if (kernel == "round") {
     if (p == 1) round<T, 1>(a);
     if (p == 2) round<T, 2>(a);

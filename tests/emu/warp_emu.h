@@ -283,6 +283,7 @@ inline unsigned atomicOr(unsigned* p, unsigned v) {
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(unsigned(x)); }
 inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
   const uint64_t v = (uint64_t(hi) << 32) | lo;
