@@ -4,8 +4,8 @@
 # ab/b.patch: `git diff csrc > ab/b.patch`, in an untracked, not ignored folder so that the device
 # tool carries it), or SED_B (sed expressions applied to B's csrc/cuda/*.cuh instead of a patch:
 # a switch flipped, e.g. SED_B='s/kLaneEight = false/kLaneEight = true/'), MAX_JOBS (default 16).
-# PREBUILT_A / PREBUILT_B: folders scripts/prebuild.sh wrote here (prebuilt/a, prebuilt/b; the call carries
-# "prebuilt"): A and B take those binaries instead of building (~170 s each), if their stamps match the trees.
+# PREBUILT_A / PREBUILT_B / PREBUILT_C: folders scripts/prebuild.sh wrote here (prebuilt/a, prebuilt/b; the call carries
+# "prebuilt"): the trees take those binaries instead of building (~170 s each), if their stamps match them.
 # build_b builds B in place, logs to $OUT/build_b.log.  PATCH_C: a second change, C (another copy of this
 # tree with that patch), built beside B by build_c (logs to $OUT/build_c.log) and measured against A alike.
 OUT=${OUT:-$PWD/out}
@@ -35,6 +35,7 @@ build_b() {
     (cd "$B" && patch -p1 <"$PATCH" && rtopk_build "$OUT/build_b.log" "$PREBUILT_B")
   fi
 }
+PREBUILT_C=${PREBUILT_C:+$(realpath -m "$PREBUILT_C")}
 build_c() {
-  (cd "$C" && patch -p1 <"$PATCH_C" && rtopk_build "$OUT/build_c.log")
+  (cd "$C" && patch -p1 <"$PATCH_C" && rtopk_build "$OUT/build_c.log" "$PREBUILT_C")
 }
