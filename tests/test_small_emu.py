@@ -92,8 +92,8 @@ def test_thread_rows_emulated(small_emulator, tmp_path, dtype, N, M):
     order; rows of whole 16-byte words take the vector loads."""
     gen = torch.Generator().manual_seed(1300 + M + 50 * list(DTYPES).index(dtype))
     x = mixed_rows(M, dtype, gen)
-    for k in sorted({1, 2, max(M // 2, 1), M - 1} - {0}):
-        for max_iter, eps in ((1, 0.0), (2, 0.0), (4, 0.0), (9, 0.0), (-1, 1e-3), (-1, 0.3), (-1, 0.0)):
+    for k in sorted({1, max(M // 2, 1), M - 1} - {0}):
+        for max_iter, eps in ((1, 0.0), (4, 0.0), (9, 0.0), (-1, 1e-3), (-1, 0.0)):
             for largest in (True, False):
                 for sort in (False, True):
                     ctx = f"thread N={N} M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sort}"
