@@ -1,8 +1,8 @@
 """The short-row kernels (csrc/cuda/rtopk_small_rows.cuh: rank_rows_kernel, G lanes a row and 32 / G rows a warp, in
 exact mode; round_rows_kernel, a few rows a warp at small k; thread_rows_kernel, a row a thread with the plan of
 max_iter / eps) on the CPU through the warp emulator (tests/emu), with rows of every kind side by side in a warp (so
-that rows of different kinds share a warp's votes and shuffles), both directions and orders, fp32/fp16/bf16.  Exact mode against the plain-torch
-reference bit for bit, the other modes against the CPU backend (CUDA must equal it).  The rank kernel's lane groups
+that rows of different kinds share a warp's votes and shuffles), both directions and orders, fp32/fp16/bf16.  Exact
+mode against the plain-torch reference bit for bit, the other modes against the CPU backend (CUDA must equal it).  The rank kernel's lane groups
 vote and shuffle with partial masks: the emulator completes each group's collective on its own and aborts on a lane
 outside its mask, a group at different collectives, or a stuck warp.  Runs where test_lane_emu.py runs."""
 

@@ -87,7 +87,7 @@ def test_small_rows_ties_at_the_kth_value_are_taken_by_index():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_small_rows_every_mode_matches_cpu(dtype):
     """Algorithm 2 (max_iter) and the eps search on rows of up to 64 elements run a thread a row on the CPU's plan
-    (rank order up to 32); at k == M rows of up to 32 take the rank kernel's exact instance (every mode selects the
+    (33.. from 65536 rows); at k == M rows of up to 32 take the rank kernel's exact instance (every mode selects the
     whole row); the rest keep the value kernels.  Bit for bit with the CPU, both directions and both orders, rows
     whose plans stop at different iterations in one warp."""
     gen = torch.Generator().manual_seed(17 + DTYPES.index(dtype))

@@ -587,7 +587,6 @@ __device__ __forceinline__ void block_emit_streamed(
   constexpr int kWarps = kRowBlockThreads / 32;
   constexpr int kPer = Packs::kPer;
   const Packs packs(x, n);
-  // (lane and warp: block_exclusive_sum)
   int64_t taken = 0, filled = 0;  // over the chunks before (block-uniform)
   int64_t v = threadIdx.x;
   typename Packs::Pack cur = packs.load(v < packs.count ? v : 0);

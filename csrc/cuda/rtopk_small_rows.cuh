@@ -314,6 +314,16 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
 }
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernels itself)
+// f(std::integral_constant<int, P>()) for P the least power of two from kLo up with cols <= P
+// (kHi at most): the instance a row length takes.
+template <int kLo, int kHi, typename F>
+void at_power_of_two(int64_t cols, F&& f) {
+  if constexpr (kLo < kHi) {
+    if (cols > kLo) return at_power_of_two<2 * kLo, kHi>(cols, f);
+  }
+  f(std::integral_constant<int, kLo>());
+}
+
 // Rows of 2..32 elements, any k, exact mode (or k == cols).  Outputs in rank order when a.sorted.
 template <typename scalar_t>
 void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
@@ -325,18 +335,7 @@ void launch_rank_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
            stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest,
                      a.sorted);
   };
-  // G: the power of two >= cols.
-  if (a.cols <= 2) {
-    launch(std::integral_constant<int, 2>());
-  } else if (a.cols <= 4) {
-    launch(std::integral_constant<int, 4>());
-  } else if (a.cols <= 8) {
-    launch(std::integral_constant<int, 8>());
-  } else if (a.cols <= 16) {
-    launch(std::integral_constant<int, 16>());
-  } else {
-    launch(std::integral_constant<int, 32>());
-  }
+  at_power_of_two<2, 32>(a.cols, launch);  // G: the power of two >= cols
 }
 
 // Rows of more than 32 * warp_slots_below(VPT) and at most 32 * VPT elements (17..32 for VPT = 1),
@@ -358,29 +357,19 @@ void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
       (a.cols * int64_t(sizeof(scalar_t))) % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
   const auto launch = [&](auto n) {
     constexpr int N = decltype(n)::value;
-    const int64_t blocks = (a.rows + kSmallBlockThreads - 1) / kSmallBlockThreads;
-    const int64_t cap = int64_t(std::max(a.num_sms, 1)) * (2048 / kSmallBlockThreads);
     const auto kernel =
         a.sorted ? thread_rows_kernel<scalar_t, N, true> : thread_rows_kernel<scalar_t, N, false>;
-    kernel<<<static_cast<unsigned>(std::min(blocks, cap)), kSmallBlockThreads, 0, stream>>>(
+    kernel<<<small_rows_grid(a.rows, 32, a.num_sms), kSmallBlockThreads, 0, stream>>>(
         in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
         static_cast<Compute>(a.eps), a.largest, packs);
   };
-  if (a.cols <= 8) {
-    launch(std::integral_constant<int, 8>());
-  } else if (a.cols <= 16) {
-    launch(std::integral_constant<int, 16>());
-  } else if (a.cols <= 32) {
-    launch(std::integral_constant<int, 32>());
-  } else {
-    constexpr int kMost = int(thread_rows_max_cols<scalar_t>());
-    launch(std::integral_constant<int, kMost>());
-  }
+  // N: the power of two >= cols, from 8.
+  at_power_of_two<8, int(thread_rows_max_cols<scalar_t>())>(a.cols, launch);
 }
 
 // The short-row kernels where they apply (returns false where not): rows of up to 32 elements in
-// exact mode or at k == cols (up to 8 in the other modes), and 16/32-bit rows of up to 256 at
-// small k in exact mode.
+// exact mode or at k == cols, rows of up to 64 in the other modes (thread_rows_max_cols), and
+// 16/32-bit rows of up to 256 at small k in exact mode.
 template <typename scalar_t>
 bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                        cudaStream_t stream) {

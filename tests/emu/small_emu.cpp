@@ -1,10 +1,9 @@
 // The short-row kernels (csrc/cuda/rtopk_small_rows.cuh) on the warp emulator: reads rows from a
-// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT> or thread_rows_kernel<T, N>
-// (rank order where a.sorted) over a grid of blocks,
-// writes the outputs (poisoned first).  Driven by tests/test_lane_emu.py.
+// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT> or thread_rows_kernel<T, N> (rank
+// order where a.sorted) over a grid of blocks, writes the outputs (poisoned first).  Driven by
+// tests/test_small_emu.py.
 //   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|round|thread) P(G, VPT or N) LARGEST SORTED ROWS
-//   COLS K
-//             MAX_ITER EPS GRID IN OUT_V OUT_I
+//             COLS K MAX_ITER EPS GRID IN OUT_V OUT_I
 #include <string>
 
 #include "warp_emu.h"
