@@ -101,3 +101,20 @@ def test_thread_rows_emulated(small_emulator, tmp_path, dtype, N, M):
                     cv, ci = rtopk.topk(x, k, largest=largest, sorted=sort,
                                         max_iter=None if max_iter < 0 else max_iter, eps=eps)
                     check(ov, oi, cv, ci, f"{ctx} dtype={dtype}")
+
+
+# Rows of whole 16-byte words from 33 elements up, past each tile size and chunk boundary (32-bit: 4 per word).
+NET_COLS = {4: [36, 64, 100, 128, 132, 256], 2: [40, 64, 72, 128, 200, 256]}
+NET = [(dtype, M) for dtype in DTYPES for M in NET_COLS[dtype.itemsize]]
+
+
+@pytest.mark.parametrize("dtype,M", NET, ids=[f"{d}-M{m}" for d, m in NET])
+def test_net_rows_emulated(small_emulator, tmp_path, dtype, M):
+    """A thread a row with a sorting network over its keys (net_rows_kernel, exact mode, k <= 8): every K (1, 2, 4,
+    8) at k = K and below it, both directions and orders, against the reference bit for bit; 45 rows (a warp's 32 and
+    a partial tile of 13)."""
+    gen = torch.Generator().manual_seed(1700 + M + 50 * list(DTYPES).index(dtype))
+    x = mixed_rows(M, dtype, gen)
+    MV = max(8, 1 << (M * dtype.itemsize // 16 - 1).bit_length())
+    for k in (1, 2, 3, 4, 5, 8):
+        exact_both_ways(small_emulator, tmp_path, "net", MV, x, k)

@@ -1,6 +1,6 @@
 """Rows of up to 256 elements in exact mode, which the CUDA backend gives to its short-row kernels (rows of
 up to 32 elements: a row per 2..32 lanes, each element ranked by shuffles; 33..256 elements at small k:
-k rounds of a warp maximum): against the plain-torch reference bit for bit, in index order (rtopk.rtopk)
+a sorting network a thread a row where rows are whole 16-byte words, else k rounds of a warp maximum): against the plain-torch reference bit for bit, in index order (rtopk.rtopk)
 and rank order (rtopk.topk), largest and smallest, every row length around the kernels' lane groups and
 slot levels, k on both sides of the round kernel's limits, row counts past one grid's stride and not a
 multiple of the rows a warp takes, row starts off a 16-byte boundary, and rows of ties, NaN and +-inf.  The other

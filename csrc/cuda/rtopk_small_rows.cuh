@@ -1,7 +1,7 @@
 // Top-k of short rows (mixture-of-experts routers: 8..256 experts, k of 1..8) without the value
 // kernels' search.  Those pay a fixed ~300 warp instructions a row (min/max, the cut, the staging
 // and its flush) that a row of 8 or 64 elements never earns back, and they give a warp to a row of
-// 8.  Three kernels instead, all in the tie rule of rtopk_algo.h (directed keys, equal keys by
+// 8.  Four kernels instead, all in the tie rule of rtopk_algo.h (directed keys, equal keys by
 // index), all giving rank order or index order as asked:
 //   rank_rows_kernel    rows of at most 32 elements in exact mode (and every mode at k == cols): G
 //                       lanes a row (the power of two >= cols), 32 / G rows a warp; each element's
@@ -12,6 +12,9 @@
 //                       mode: a warp ranks a few rows at once in k rounds, each taking a row's
 //                       largest remaining key (lowest index among equal ones) with two warp
 //                       reductions; rank order falls out, index order from ranking the k indices.
+//   net_rows_kernel     (rtopk_net_rows.cuh) exact mode at k <= 8 on rows of 33..256 elements in
+//                       whole 16-byte words, where net_rows_take: a thread a row, a sorting
+//                       network keeping the K largest keys; the round kernel keeps the rest.
 //   thread_rows_kernel  rows of up to 64 elements (32 in fp64; 33.. in large launches) in the
 //                       modes with a plan (max_iter, eps): a thread a row, make_plan (the CPU's)
 //                       on the thread's registers.
@@ -28,6 +31,7 @@
 #include "../rtopk_algo.h"
 #include "rtopk_kernels_common.cuh"
 #include "rtopk_launch.h"
+#include "rtopk_net_rows.cuh"
 
 namespace rtopk {
 namespace cuda_detail {
@@ -367,6 +371,50 @@ void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   at_power_of_two<8, int(thread_rows_max_cols<scalar_t>())>(a.cols, launch);
 }
 
+// Where the network kernel is the faster in exact mode (H200, 2^18 rows, against the round and
+// value kernels; notes v61): 16-bit rows of 33..128 at k <= 8 (0.42-0.81x of the time) and of
+// ..256 at k <= 4 (0.74-0.93x; at k = 8 1.3-1.5x); 32-bit rows of 33..64 at k <= 8 (0.74-0.95x)
+// and of ..128 at k >= 5 (0.68-0.76x; k = 1..4 0.95-1.46x: two passes, and a tile twice the
+// size: half the warps an SM), none longer (1.5-2.6x).
+inline bool net_rows_take(int64_t cols, int64_t k, size_t elem) {
+  if (cols <= 32 || k > kNetMaxK) return false;
+  if (elem == 2) return cols <= 128 || (cols <= kNetMaxCols && k <= 4);
+  return elem == 4 && (cols <= 64 || (cols <= 128 && k >= 5));
+}
+
+// Exact mode where net_rows_take, rows of whole 16-byte words (input 16-byte aligned).
+template <typename scalar_t>
+bool launch_net_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                     cudaStream_t stream) {
+  if constexpr (sizeof(scalar_t) == 8) {
+    return false;
+  } else {
+    const int64_t bytes = a.cols * int64_t(sizeof(scalar_t));
+    if (!net_rows_take(a.cols, a.k, sizeof(scalar_t)) || bytes % 16 != 0 ||
+        reinterpret_cast<uintptr_t>(in) % 16 != 0)
+      return false;
+    const auto launch = [&](auto kk, auto mv) {
+      constexpr int K = decltype(kk)::value, MV = decltype(mv)::value;
+      // A block a warp (its tile up to 17 KB), a block a tile of 32 rows (a grid the SMs hold at
+      // once, each warp walking on with an L2 prefetch of its next tile, ran 1.1-1.2x slower).
+      const auto kernel = net_rows_kernel<scalar_t, K, MV>;
+      const int64_t blocks = (a.rows + 31) / 32;
+      const int64_t cap =
+          int64_t(std::max(a.num_sms, 1)) * 2048;  // (a launch's x limit is far above)
+      kernel<<<unsigned(std::min(blocks, cap)), 32, 0, stream>>>(
+          in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest, a.sorted);
+    };
+    at_power_of_two<1, kNetMaxK>(a.k, [&](auto kk) {
+      // (32-bit rows of more than 32 elements are more than 8 words)
+      constexpr int kLo = sizeof(scalar_t) == 4 ? 2 * kNetChunkWords : kNetChunkWords;
+      at_power_of_two<kLo,
+                      kNetMaxCols* int(sizeof(scalar_t)) / 16 / (sizeof(scalar_t) == 4 ? 2 : 1)>(
+          bytes / 16, [&](auto mv) { launch(kk, mv); });
+    });
+    return true;
+  }
+}
+
 // The short-row kernels where they apply (returns false where not): rows of up to 32 elements in
 // exact mode or at k == cols, rows of up to 64 in the other modes (thread_rows_max_cols), and
 // 16/32-bit rows of up to 256 at small k in exact mode.
@@ -392,6 +440,7 @@ bool launch_small_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowL
     }
   }
   if (!exact) return false;
+  if (launch_net_rows<scalar_t>(in, ov, oi, a, stream)) return true;
   // The rank kernel: exact mode on rows of up to 32.
   if (a.cols <= kRankOrderFreeCols) {
     launch_rank_rows<scalar_t>(in, ov, oi, a, stream);

@@ -1,9 +1,9 @@
 // The short-row kernels (csrc/cuda/rtopk_small_rows.cuh) on the warp emulator: reads rows from a
-// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT> or thread_rows_kernel<T, N> (rank
-// order where a.sorted) over a grid of blocks, writes the outputs (poisoned first).  Driven by
-// tests/test_small_emu.py.
-//   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|round|thread) P(G, VPT or N) LARGEST SORTED ROWS
-//             COLS K MAX_ITER EPS GRID IN OUT_V OUT_I
+// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT>, thread_rows_kernel<T, N> or
+// net_rows_kernel<T, K, MV> (rank order where a.sorted) over a grid of blocks, writes the outputs
+// (poisoned first).  Driven by tests/test_small_emu.py.
+//   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|round|thread|net) P(G, VPT, N or MV) LARGEST SORTED
+//             ROWS COLS K MAX_ITER EPS GRID IN OUT_V OUT_I
 #include <string>
 
 #include "warp_emu.h"
@@ -61,6 +61,22 @@ void thread(const Args& a) {
   });
 }
 
+template <typename T, int K, int MV>
+void net(const Args& a) {
+  emu::run_topk<T>(a.files, a.rows, a.cols, a.k, a.grid, 32, [&](const T* in, T* ov, int64_t* oi) {
+    rtopk::cuda_detail::net_rows_kernel<T, K, MV>(in, ov, oi, a.rows, a.cols, a.k, a.largest,
+                                                  a.sorted);
+  });
+}
+
+template <typename T, int MV>
+void net_k(const Args& a) {
+  if (a.k <= 1) return net<T, 1, MV>(a);
+  if (a.k <= 2) return net<T, 2, MV>(a);
+  if (a.k <= 4) return net<T, 4, MV>(a);
+  net<T, 8, MV>(a);
+}
+
 template <typename T>
 void rank_g(int g, const Args& a) {
   if (g == 2) rank<T, 2>(a);
@@ -78,6 +94,12 @@ void dispatch(const std::string& kernel, int p, const Args& a) {
     if (p == 16) thread<T, 16>(a);
     if (p == 32) thread<T, 32>(a);
     if (p == 64) thread<T, 64>(a);
+  }
+  if (kernel == "net") {  // P: the row's 16-byte words at most; K from k
+    if (p == 8) net_k<T, 8>(a);
+    if (p == 16) net_k<T, 16>(a);
+    if (p == 32) net_k<T, 32>(a);
+    if (p == 64 && sizeof(T) == 4) net_k<T, 64>(a);
   }
   if (kernel == "round") {
     if (p == 1) round<T, 1>(a);
