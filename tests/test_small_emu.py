@@ -103,6 +103,28 @@ def test_thread_rows_emulated(small_emulator, tmp_path, dtype, N, M):
                     check(ov, oi, cv, ci, f"{ctx} dtype={dtype}")
 
 
+TILE = [(8, 8), (16, 16), (32, 24), (64, 40), (64, 64)]
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+@pytest.mark.parametrize("N,M", TILE, ids=[f"N{n}_M{m}" for n, m in TILE])
+def test_thread_tile_rows_emulated(small_emulator, tmp_path, dtype, N, M):
+    """The thread kernel's rows of whole 16-byte words through a shared tile (thread_tile_rows_kernel): max_iter, eps
+    and exact mode against the CPU backend, both directions and orders; 45 rows (a warp's 32 and 13)."""
+    if M * dtype.itemsize % 16:
+        pytest.skip("rows of whole 16-byte words only")
+    gen = torch.Generator().manual_seed(1500 + M + 50 * list(DTYPES).index(dtype))
+    x = mixed_rows(M, dtype, gen)
+    for k in sorted({1, M // 2, M - 1}):
+        for max_iter, eps in ((4, 0.0), (-1, 1e-3), (-1, 0.0)):
+            for largest, sort in ((True, False), (False, True)):
+                ctx = f"tile N={N} M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sort}"
+                ov, oi = emu_small(small_emulator, tmp_path, "tile", N, x, k, largest, sort, max_iter, eps)
+                cv, ci = rtopk.topk(x, k, largest=largest, sorted=sort,
+                                    max_iter=None if max_iter < 0 else max_iter, eps=eps)
+                check(ov, oi, cv, ci, f"{ctx} dtype={dtype}")
+
+
 # Rows of whole 16-byte words from 33 elements up, past each tile size and chunk boundary (32-bit: 4 per word).
 NET_COLS = {4: [36, 64, 100, 128, 132, 256], 2: [40, 64, 72, 128, 200, 256]}
 NET = [(dtype, M) for dtype in DTYPES for M in NET_COLS[dtype.itemsize]]

@@ -112,24 +112,26 @@ THREAD_LENGTHS = [3, 8, 9, 12, 16, 17, 24, 31, 32, 33, 40, 48, 63, 64, 65]  # N 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_thread_rows_every_mode_matches_cpu(dtype):
     """max_iter and eps a thread a row, at every row length around its register rows (8 / 16 / 32 / 64 keys; fp64
-    up to 32; rows of 33.. in launches of 65536 rows), rows in whole 16-byte words (vector loads) and not, the same
-    rows starting off a 16-byte boundary (element loads), row counts past one grid stride; against the CPU backend
-    bit for bit."""
+    up to 32; rows of 33.. in launches of 65536 rows), rows in whole 16-byte words (vector loads; through a shared
+    tile from 65536 rows, as the rows of 33.. here) and not, the same rows starting off a 16-byte boundary (element
+    loads), row counts past one grid stride; against the CPU backend bit for bit."""
     gen = torch.Generator().manual_seed(71 + DTYPES.index(dtype))
     modes = [(1, 0.0), (4, 0.0), (13, 0.0), (None, 1e-3), (2, 0.3)]
     for M in THREAD_LENGTHS:
         x = torch.cat([make_rows(kind, (9, M), dtype, "cpu", gen) for kind in KINDS])
         x = x[torch.randperm(x.shape[0], generator=gen)]
-        # (Rows of more than 32 take the kernel from kThreadRowsWideMinRows rows: x repeated on the GPU.)
-        reps = -(-65536 // x.shape[0]) if M > 32 else 1
-        for xc in (x.cuda().repeat(reps, 1), misaligned(x.cuda().repeat(reps, 1))):
+        # (Rows of more than 32 take the kernel from kThreadRowsWideMinRows rows, rows of 9.. in whole 16-byte words
+        # its shared tile from kThreadTileMinRows: x repeated on the GPU; rows of 9..32 both ways.)
+        big = -(-65536 // x.shape[0])
+        for reps, xc in [(r, t) for r in ((1, big) if 8 < M <= 32 else (big if M > 32 else 1,))
+                         for t in (x.cuda().repeat(r, 1), misaligned(x.cuda().repeat(r, 1)))]:
             for k in sorted({1, 2, 5, M // 2, M - 1} & set(range(1, M))):
                 for max_iter, eps in modes:
                     for largest, sorted_ in ((True, True), (False, True), (True, False), (False, False)):
                         c = rtopk.topk(x, k, largest=largest, sorted=sorted_, max_iter=max_iter, eps=eps)
                         g = rtopk.topk(xc, k, largest=largest, sorted=sorted_, max_iter=max_iter, eps=eps)
                         ctx = (f"M={M} k={k} max_iter={max_iter} eps={eps} largest={largest} sorted={sorted_} "
-                               f"aligned={xc.data_ptr() % 16 == 0}")
+                               f"aligned={xc.data_ptr() % 16 == 0} rows={xc.shape[0]}")
                         assert torch.equal(g.indices.cpu(), c.indices.repeat(reps, 1)), ctx
                         assert torch.equal(bits(g.values.cpu()), bits(c.values.repeat(reps, 1))), ctx
     # Past one grid stride (every thread then walks on by the grid's rows).

@@ -73,6 +73,27 @@ __device__ __forceinline__ void net_wait(int pending) {
 #endif
 }
 
+// A warp's copies of rows [0, nrows) x 16-byte words [0, words) of src (rows of `words` words,
+// contiguous) into tile (a row every kSV words), in MV / kCW groups of kCW words a row, each
+// group committed (empty ones past the row too: a wait's count is a constant).  A copy
+// instruction covers 32 / kCW rows' runs of kCW words: coalesced.
+template <int MV, int kSV>
+__device__ __forceinline__ void tile_load(uint4* tile, const uint4* src, int nrows, int words,
+                                          int lane) {
+  constexpr int kCW = MV < kNetChunkWords ? MV : kNetChunkWords;
+  static_assert(MV % kCW == 0 && (kCW & (kCW - 1)) == 0, "whole groups of a power of two");
+#pragma unroll
+  for (int c = 0; c < MV / kCW; ++c) {
+#pragma unroll
+    for (int t = 0; t < kCW; ++t) {
+      const int v = lane + 32 * t;
+      const int i = v / kCW, w = c * kCW + v % kCW;
+      if (i < nrows && w < words) net_copy16(&tile[i * kSV + w], src + int64_t(i) * words + w);
+    }
+    net_commit();
+  }
+}
+
 // Compare-exchange into descending order.
 __device__ __forceinline__ void net_ce(uint32_t& a, uint32_t& b) {
   const uint32_t hi = max(a, b), lo = min(a, b);
@@ -178,16 +199,7 @@ __global__ void __launch_bounds__(32)
     const int nrows = static_cast<int>(rows - r0 < 32 ? rows - r0 : 32);
     const uint4* const src = reinterpret_cast<const uint4*>(in + r0 * cols);
     __syncwarp();  // every lane is done with the tile's last rows
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-#pragma unroll
-      for (int t = 0; t < kNetChunkWords; ++t) {
-        const int v = lane + 32 * t;
-        const int i = v / kNetChunkWords, w = c * kNetChunkWords + v % kNetChunkWords;
-        if (i < nrows && w < words) net_copy16(&tile[i * kSV + w], src + int64_t(i) * words + w);
-      }
-      net_commit();  // (empty groups past the row keep the waits' counts constant)
-    }
+    tile_load<MV, kSV>(tile, src, nrows, words, lane);
     Key list[K];
 #pragma unroll
     for (int i = 0; i < K; ++i) list[i] = 0;  // below every key and composite

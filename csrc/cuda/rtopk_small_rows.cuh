@@ -17,7 +17,8 @@
 //                       network keeping the K largest keys; the round kernel keeps the rest.
 //   thread_rows_kernel  rows of up to 64 elements (32 in fp64; 33.. in large launches) in the
 //                       modes with a plan (max_iter, eps): a thread a row, make_plan (the CPU's)
-//                       on the thread's registers.
+//                       on the thread's registers (rows in whole 16-byte words of large
+//                       launches through a shared tile: thread_tile_rows_kernel).
 // Measured against the value kernels (notes v29): exact 2.5-7x faster at 8..16 elements, 1.3-2.7x
 // at 17..256 elements with k <= 4, the sorted output 4-10x at 8..16; the thread kernel (notes
 // v60, H200, max_iter=4, 2^18 rows): 0.25-0.30x of the time at 8..16 elements and k = 2, 0.42x at
@@ -209,13 +210,65 @@ struct ThreadRow {
   }
 };
 
+// make_plan on a row's keys held by its thread (key 0 past the row's end), then the selection into
+// ov / oi: the values read back from `row` (the input, or a tile of it in shared memory: the
+// element's own bits).  Index order: the selection's set bits in turn; rank order (kSorted): k
+// rounds of the largest selected key (N compares each).
+template <typename scalar_t, int N, bool kSorted>
+__device__ __forceinline__ void thread_row_select(const KeyFor<scalar_t> (&keys)[N],
+                                                  const scalar_t* row, scalar_t* ov, int64_t* oi,
+                                                  int cols, int k, int64_t max_iter,
+                                                  typename Elem<scalar_t>::Compute eps) {
+  using Key = KeyFor<scalar_t>;
+  const ThreadRow<Key, N> trow{keys};
+  const Plan<Key> plan = make_plan<typename Elem<scalar_t>::Compute>(trow, k, max_iter, eps);
+  // The selection as a bit mask: every key above, then the first `quota` tied ones in index
+  // order. (Masks and loops over set bits keep the code small: the unrolled walks took 3K-11K
+  // SASS instructions an instance, and the rows' branches through them thrashed the instruction
+  // cache.)
+  using Mask = std::conditional_t<(N > 32), uint64_t, uint32_t>;
+  Mask take = 0, tied = 0;
+#pragma unroll
+  for (int j = 0; j < N; ++j) {
+    take |= Mask(plan.takes(keys[j])) << j;
+    tied |= Mask(j < cols && plan.fills(keys[j])) << j;  // (fills: not takes)
+  }
+  for (int64_t q = plan.quota; q > 0 && tied != 0; --q) {
+    take |= tied & (Mask(0) - tied);
+    tied &= tied - 1;
+  }
+  if constexpr (!kSorted) {
+    for (int pos = 0; take != 0; ++pos, take &= take - 1) {
+      const int j = sizeof(Mask) == 8 ? __ffsll(int64_t(take)) - 1 : __ffs(int(take)) - 1;
+      ov[pos] = row[j];
+      oi[pos] = j;
+    }
+  } else {
+    // Rank order: a round a place, each the largest key left (the lowest index among equal
+    // ones: a strict compare in index order).
+    for (int pos = 0; take != 0; ++pos) {
+      Key best = 0;
+      int at = 0;
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const bool better = ((take >> j) & 1u) && keys[j] > best;
+        best = better ? keys[j] : best;
+        at = better ? j : at;
+      }
+      take &= ~(Mask(1) << at);
+      ov[pos] = row[at];
+      oi[pos] = at;
+    }
+  }
+}
+
 // A thread a row (thread_rows_kernel): rows of up to N elements (8, 16, 32 or 64; 32 for fp64) in
 // the modes with a plan (max_iter, eps), where the rank kernel's lane groups pay a chain of group
 // shuffles a midpoint and the value kernels a warp's fixed ~300 instructions a row (notes v29):
 // the row's keys in the thread's registers and make_plan (the CPU's description: the same answer)
-// run on them alone, 32 rows a warp.  Index order: the selection's set bits in turn; rank order
-// (kSorted): k rounds of the largest selected key (N compares each).  packs: every row in whole
-// 16-byte words (cols a multiple of 16 bytes, the input 16-byte aligned).
+// run on them alone, 32 rows a warp.  packs: every row in whole 16-byte words (cols a multiple
+// of 16 bytes, the input 16-byte aligned); rows of 9.. of those in launches of
+// kThreadTileMinRows take thread_tile_rows_kernel.
 template <typename scalar_t, int N, bool kSorted>
 __global__ void __launch_bounds__(kSmallBlockThreads, 2)
     thread_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
@@ -250,49 +303,56 @@ __global__ void __launch_bounds__(kSmallBlockThreads, 2)
 #pragma unroll
       for (int j = 0; j < N; ++j) keys[j] = j < cols ? key_of(x[j]) : Key(0);
     }
-    const ThreadRow<Key, N> row{keys};
-    const Plan<Key> plan = make_plan<Compute>(row, k, max_iter, eps);
-    scalar_t* const ov = out_values + r * k;
-    int64_t* const oi = out_indices + r * k;
-    // The selection as a bit mask: every key above, then the first `quota` tied ones in index
-    // order. (Masks and loops over set bits keep the code small: the unrolled walks took 3K-11K
-    // SASS instructions an instance, and the rows' branches through them thrashed the instruction
-    // cache.)
-    using Mask = std::conditional_t<(N > 32), uint64_t, uint32_t>;
-    Mask take = 0, tied = 0;
+    // (The values re-read from the row: L1 / L2 hits, read just now.)
+    thread_row_select<scalar_t, N, kSorted>(keys, x, out_values + r * k, out_indices + r * k, cols,
+                                            k, max_iter, eps);
+  }
+}
+
+// thread_rows_kernel's rows in whole 16-byte words (the input 16-byte aligned) through a shared
+// tile: a warp's 32 rows come in by cp.async, coalesced (tile_load), where each thread's own
+// 16-byte loads touched 32 rows' lines an instruction; a lane then reads its row from the tile
+// (a row stride of an odd number of words: no bank conflicts).  A block a warp.
+template <typename scalar_t, int N, bool kSorted>
+__global__ void __launch_bounds__(32)
+    thread_tile_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                            int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                            int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest) {
+  using E = Elem<scalar_t>;
+  using Compute = typename E::Compute;
+  using Key = KeyFor<scalar_t>;
+  constexpr int kPer = 16 / int(sizeof(scalar_t));
+  static_assert(N % kPer == 0, "whole 16-byte words");
+  constexpr int MV = N / kPer;
+  constexpr int kSV = MV % 2 == 1 ? MV : MV + 1;
+  __shared__ uint4 tile[32 * kSV];
+  const int lane = threadIdx.x & 31;
+  const int words = cols / kPer;
+  for (int64_t r0 = int64_t(blockIdx.x) * 32; r0 < rows; r0 += int64_t(gridDim.x) * 32) {
+    const int nrows = static_cast<int>(rows - r0 < 32 ? rows - r0 : 32);
+    __syncwarp();  // every lane is done with the tile's last rows
+    tile_load<MV, kSV>(tile, reinterpret_cast<const uint4*>(in + r0 * cols), nrows, words, lane);
+    net_wait(0);
+    __syncwarp();
+    if (lane >= nrows) continue;
+    const uint4* const my_row = tile + lane * kSV;
+    Key keys[N];
 #pragma unroll
-    for (int j = 0; j < N; ++j) {
-      take |= Mask(plan.takes(keys[j])) << j;
-      tied |= Mask(j < cols && plan.fills(keys[j])) << j;  // (fills: not takes)
-    }
-    for (int64_t q = plan.quota; q > 0 && tied != 0; --q) {
-      take |= tied & (Mask(0) - tied);
-      tied &= tied - 1;
-    }
-    // The values re-read from the row (L1 / L2 hits: read just now), the element's own bits.
-    if constexpr (!kSorted) {
-      for (int pos = 0; take != 0; ++pos, take &= take - 1) {
-        const int j = sizeof(Mask) == 8 ? __ffsll(int64_t(take)) - 1 : __ffs(int(take)) - 1;
-        ov[pos] = x[j];
-        oi[pos] = j;
-      }
-    } else {
-      // Rank order: a round a place, each the largest key left (the lowest index among equal
-      // ones: a strict compare in index order).
-      for (int pos = 0; take != 0; ++pos) {
-        Key best = 0;
-        int at = 0;
+    for (int p = 0; p < MV; ++p) {
+      union {
+        uint4 u;
+        scalar_t s[kPer];
+      } w;
+      w.u = p < words ? my_row[p] : make_uint4(0, 0, 0, 0);
 #pragma unroll
-        for (int j = 0; j < N; ++j) {
-          const bool better = ((take >> j) & 1u) && keys[j] > best;
-          best = better ? keys[j] : best;
-          at = better ? j : at;
-        }
-        take &= ~(Mask(1) << at);
-        ov[pos] = x[at];
-        oi[pos] = at;
-      }
+      for (int q = 0; q < kPer; ++q)
+        keys[p * kPer + q] =
+            p < words ? directed_key<Compute>(E::to_compute(w.s[q]), largest) : Key(0);
     }
+    const int64_t r = r0 + lane;
+    thread_row_select<scalar_t, N, kSorted>(keys, reinterpret_cast<const scalar_t*>(my_row),
+                                            out_values + r * k, out_indices + r * k, cols, k,
+                                            max_iter, eps);
   }
 }
 
@@ -308,6 +368,12 @@ constexpr int64_t thread_rows_max_cols() {
 // elements, k = 8: 16384 rows 1.49x the value kernel's time, 65536 0.95x, 262144 0.88x; notes v60).
 constexpr int64_t kThreadRowsWideMinRows = 65536;
 constexpr bool kThreadRowsExact = false;
+// Rows of 9.. elements in whole 16-byte words through a shared tile (thread_tile_rows_kernel) in
+// launches of at least this many rows (H200, max_iter=4, 2^18 rows of 16 / 32 / 64: 0.78-0.96x of
+// the time, rank order 0.86-1.00x; rows of 8 1.05-1.12x; 16384 rows of 64 against the value
+// kernels 1.09-1.14x, 4096 1.6-2.1x; notes v61).
+constexpr bool kThreadRowsTile = true;
+constexpr int64_t kThreadTileMinRows = 65536;
 
 // Blocks for rows_a_warp rows a warp, at most the 2048 threads a SM holds.
 inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
@@ -361,6 +427,15 @@ void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
       (a.cols * int64_t(sizeof(scalar_t))) % 16 == 0 && reinterpret_cast<uintptr_t>(in) % 16 == 0;
   const auto launch = [&](auto n) {
     constexpr int N = decltype(n)::value;
+    if (kThreadRowsTile && packs && N > 8 && a.rows >= kThreadTileMinRows) {
+      const auto kernel = a.sorted ? thread_tile_rows_kernel<scalar_t, N, true>
+                                   : thread_tile_rows_kernel<scalar_t, N, false>;
+      const int64_t blocks = std::min<int64_t>((a.rows + 31) / 32, int64_t(a.num_sms) * 2048);
+      kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 32, 0, stream>>>(
+          in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
+          static_cast<Compute>(a.eps), a.largest);
+      return;
+    }
     const auto kernel =
         a.sorted ? thread_rows_kernel<scalar_t, N, true> : thread_rows_kernel<scalar_t, N, false>;
     kernel<<<small_rows_grid(a.rows, 32, a.num_sms), kSmallBlockThreads, 0, stream>>>(

@@ -1,8 +1,9 @@
 // The short-row kernels (csrc/cuda/rtopk_small_rows.cuh) on the warp emulator: reads rows from a
-// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT>, thread_rows_kernel<T, N> or
-// net_rows_kernel<T, K, MV> (rank order where a.sorted) over a grid of blocks, writes the outputs
-// (poisoned first).  Driven by tests/test_small_emu.py.
-//   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|round|thread|net) P(G, VPT, N or MV) LARGEST SORTED
+// file, runs rank_rows_kernel<T, G>, round_rows_kernel<T, VPT>, thread_rows_kernel<T, N>,
+// thread_tile_rows_kernel<T, N> or net_rows_kernel<T, K, MV> (rank order where a.sorted) over a
+// grid of blocks, writes the outputs (poisoned first).  Driven by tests/test_small_emu.py.
+//   small_emu DTYPE(f32|f16|bf16) KERNEL(rank|round|thread|tile|net) P(G, VPT, N or MV) LARGEST
+//   SORTED
 //             ROWS COLS K MAX_ITER EPS GRID IN OUT_V OUT_I
 #include <string>
 
@@ -61,6 +62,19 @@ void thread(const Args& a) {
   });
 }
 
+template <typename T, int N>
+void tile(const Args& a) {
+  using Compute = typename rtopk::cuda_detail::Elem<T>::Compute;
+  emu::run_topk<T>(a.files, a.rows, a.cols, a.k, a.grid, 32, [&](const T* in, T* ov, int64_t* oi) {
+    if (a.sorted)
+      rtopk::cuda_detail::thread_tile_rows_kernel<T, N, true>(
+          in, ov, oi, a.rows, a.cols, a.k, a.max_iter, Compute(a.eps), a.largest);
+    else
+      rtopk::cuda_detail::thread_tile_rows_kernel<T, N, false>(
+          in, ov, oi, a.rows, a.cols, a.k, a.max_iter, Compute(a.eps), a.largest);
+  });
+}
+
 template <typename T, int K, int MV>
 void net(const Args& a) {
   emu::run_topk<T>(a.files, a.rows, a.cols, a.k, a.grid, 32, [&](const T* in, T* ov, int64_t* oi) {
@@ -94,6 +108,12 @@ void dispatch(const std::string& kernel, int p, const Args& a) {
     if (p == 16) thread<T, 16>(a);
     if (p == 32) thread<T, 32>(a);
     if (p == 64) thread<T, 64>(a);
+  }
+  if (kernel == "tile") {  // rows of whole 16-byte words
+    if (p == 8) tile<T, 8>(a);
+    if (p == 16) tile<T, 16>(a);
+    if (p == 32) tile<T, 32>(a);
+    if (p == 64) tile<T, 64>(a);
   }
   if (kernel == "net") {  // P: the row's 16-byte words at most; K from k
     if (p == 8) net_k<T, 8>(a);
