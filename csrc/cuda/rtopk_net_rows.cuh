@@ -181,7 +181,9 @@ __global__ void __launch_bounds__(32)
   using Bits = typename E::Bits;
   constexpr uint32_t kSign = 1u << (8 * sizeof(scalar_t) - 1);
   const uint32_t flip = largest ? 0u : kSign;
-  const uint32_t nan_key = largest ? (kSign << 1) - 1 : 0u;  // (real keys are >= 1 either way)
+  // (Numbers' keys are >= 1.  NaN's 0 in the k smallest of 32-bit rows equals the list's empty
+  // slots: harmless, the second pass reads the row itself; 16-bit composites are >= 256.)
+  const uint32_t nan_key = largest ? (kSign << 1) - 1 : 0u;
   const auto key_of = [&](Bits bits, int j) -> Key {
     const uint32_t b = uint32_t(bits) ^ flip;
     const uint32_t a = b & (kSign - 1);
