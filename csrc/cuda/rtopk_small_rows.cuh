@@ -468,16 +468,21 @@ bool launch_net_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLau
     if (!net_rows_take(a.cols, a.k, sizeof(scalar_t)) || bytes % 16 != 0 ||
         reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return false;
+    bool launched = false;
     const auto launch = [&](auto kk, auto mv) {
       constexpr int K = decltype(kk)::value, MV = decltype(mv)::value;
-      // A block a warp (its tile up to 17 KB), a block a tile of 32 rows (a grid the SMs hold at
-      // once, each warp walking on with an L2 prefetch of its next tile, ran 1.1-1.2x slower).
-      const auto kernel = net_rows_kernel<scalar_t, K, MV>;
-      const int64_t blocks = (a.rows + 31) / 32;
-      const int64_t cap =
-          int64_t(std::max(a.num_sms, 1)) * 2048;  // (a launch's x limit is far above)
-      kernel<<<unsigned(std::min(blocks, cap)), 32, 0, stream>>>(
-          in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest, a.sorted);
+      // Instances net_rows_take never picks are not built (32-bit rows past 64 only at K = 8,
+      // 16-bit rows past 128 only at K <= 4); were one asked for, the other kernels take the rows.
+      if constexpr (sizeof(scalar_t) == 4 ? (MV <= 16 || K == 8) : (MV <= 16 || K <= 4)) {
+        // A block a warp (its tile up to 17 KB), a block a tile of 32 rows (a grid the SMs hold
+        // at once, each warp walking on with an L2 prefetch of its next tile, ran 1.1-1.2x slower).
+        const int64_t blocks = (a.rows + 31) / 32;
+        const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 2048;  // (x's limit is far above)
+        net_rows_kernel<scalar_t, K, MV><<<unsigned(std::min(blocks, cap)), 32, 0, stream>>>(
+            in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest,
+            a.sorted);
+        launched = true;
+      }
     };
     at_power_of_two<1, kNetMaxK>(a.k, [&](auto kk) {
       // (32-bit rows of more than 32 elements are more than 8 words)
@@ -486,7 +491,7 @@ bool launch_net_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLau
                       kNetMaxCols* int(sizeof(scalar_t)) / 16 / (sizeof(scalar_t) == 4 ? 2 : 1)>(
           bytes / 16, [&](auto mv) { launch(kk, mv); });
     });
-    return true;
+    return launched;
   }
 }
 
