@@ -262,6 +262,28 @@ __device__ __forceinline__ void thread_row_select(const KeyFor<scalar_t> (&keys)
   }
 }
 
+// keys[0..N) from a row of cols elements in whole 16-byte words (key 0 past them): directed keys.
+template <typename scalar_t, int N>
+__device__ __forceinline__ void keys_from_words(KeyFor<scalar_t> (&keys)[N], const uint4* words_at,
+                                                int cols, bool largest) {
+  using E = Elem<scalar_t>;
+  constexpr int kPer = 16 / int(sizeof(scalar_t));
+  static_assert(N % kPer == 0, "whole 16-byte words");
+#pragma unroll
+  for (int p = 0; p < N / kPer; ++p) {
+    union {
+      uint4 u;
+      scalar_t s[kPer];
+    } w;
+    if (p * kPer < cols) w.u = words_at[p];
+#pragma unroll
+    for (int q = 0; q < kPer; ++q)
+      keys[p * kPer + q] = p * kPer < cols
+                               ? directed_key<typename E::Compute>(E::to_compute(w.s[q]), largest)
+                               : KeyFor<scalar_t>(0);
+  }
+}
+
 // A thread a row (thread_rows_kernel): rows of up to N elements (8, 16, 32 or 64; 32 for fp64) in
 // the modes with a plan (max_iter, eps), where the rank kernel's lane groups pay a chain of group
 // shuffles a midpoint and the value kernels a warp's fixed ~300 instructions a row (notes v29):
@@ -288,17 +310,7 @@ __global__ void __launch_bounds__(kSmallBlockThreads, 2)
       return directed_key<Compute>(E::to_compute(v), largest);
     };
     if (packs) {
-#pragma unroll
-      for (int p = 0; p < N / kPer; ++p) {
-        union {
-          uint4 u;
-          scalar_t s[kPer];
-        } w;
-        if (p * kPer < cols) w.u = reinterpret_cast<const uint4*>(x)[p];
-#pragma unroll
-        for (int q = 0; q < kPer; ++q)
-          keys[p * kPer + q] = p * kPer < cols ? key_of(w.s[q]) : Key(0);
-      }
+      keys_from_words<scalar_t, N>(keys, reinterpret_cast<const uint4*>(x), cols, largest);
     } else {
 #pragma unroll
       for (int j = 0; j < N; ++j) keys[j] = j < cols ? key_of(x[j]) : Key(0);
@@ -337,18 +349,7 @@ __global__ void __launch_bounds__(32)
     if (lane >= nrows) continue;
     const uint4* const my_row = tile + lane * kSV;
     Key keys[N];
-#pragma unroll
-    for (int p = 0; p < MV; ++p) {
-      union {
-        uint4 u;
-        scalar_t s[kPer];
-      } w;
-      w.u = p < words ? my_row[p] : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int q = 0; q < kPer; ++q)
-        keys[p * kPer + q] =
-            p < words ? directed_key<Compute>(E::to_compute(w.s[q]), largest) : Key(0);
-    }
+    keys_from_words<scalar_t, N>(keys, my_row, cols, largest);
     const int64_t r = r0 + lane;
     thread_row_select<scalar_t, N, kSorted>(keys, reinterpret_cast<const scalar_t*>(my_row),
                                             out_values + r * k, out_indices + r * k, cols, k,
@@ -381,6 +382,14 @@ inline unsigned small_rows_grid(int64_t rows, int rows_a_warp, int num_sms) {
   const int64_t wanted = (warps + kSmallBlockWarps - 1) / kSmallBlockWarps;
   const int64_t cap = int64_t(std::max(num_sms, 1)) * (2048 / kSmallBlockThreads);
   return static_cast<unsigned>(std::min(wanted, cap));
+}
+
+// Blocks of one warp, a tile of 32 rows each (thread_tile_rows_kernel, net_rows_kernel): a block a
+// tile (a grid the SMs hold at once, each warp walking on with an L2 prefetch of its next tile,
+// ran the network kernel 1.1-1.2x slower; notes v61), at most 2048 an SM (x's limit is far above).
+inline unsigned warp_tiles_grid(int64_t rows, int num_sms) {
+  const int64_t tiles = (rows + 31) / 32;
+  return static_cast<unsigned>(std::min(tiles, int64_t(std::max(num_sms, 1)) * 2048));
 }
 
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernels itself)
@@ -430,8 +439,7 @@ void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
     if (kThreadRowsTile && packs && N > 8 && a.rows >= kThreadTileMinRows) {
       const auto kernel = a.sorted ? thread_tile_rows_kernel<scalar_t, N, true>
                                    : thread_tile_rows_kernel<scalar_t, N, false>;
-      const int64_t blocks = std::min<int64_t>((a.rows + 31) / 32, int64_t(a.num_sms) * 2048);
-      kernel<<<unsigned(std::max<int64_t>(blocks, 1)), 32, 0, stream>>>(
+      kernel<<<warp_tiles_grid(a.rows, a.num_sms), 32, 0, stream>>>(
           in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.max_iter,
           static_cast<Compute>(a.eps), a.largest);
       return;
@@ -451,10 +459,11 @@ void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
 // ..256 at k <= 4 (0.74-0.93x; at k = 8 1.3-1.5x); 32-bit rows of 33..64 at k <= 8 (0.74-0.95x)
 // and of ..128 at k >= 5 (0.68-0.76x; k = 1..4 0.95-1.46x: two passes, and a tile twice the
 // size: half the warps an SM), none longer (1.5-2.6x).
-inline bool net_rows_take(int64_t cols, int64_t k, size_t elem) {
-  if (cols <= 32 || k > kNetMaxK) return false;
-  if (elem == 2) return cols <= 128 || (cols <= kNetMaxCols && k <= 4);
-  return elem == 4 && (cols <= 64 || (cols <= 128 && k >= 5));
+constexpr int64_t net_rows_max_cols(size_t elem) { return elem == 4 ? 128 : kNetMaxCols; }
+constexpr bool net_rows_take(int64_t cols, int64_t k, size_t elem) {
+  if (cols <= 32 || k > kNetMaxK || cols > net_rows_max_cols(elem)) return false;
+  if (elem == 2) return cols <= 128 || k <= 4;
+  return elem == 4 && (cols <= 64 || k >= 5);
 }
 
 // Exact mode where net_rows_take, rows of whole 16-byte words (input 16-byte aligned).
@@ -471,14 +480,11 @@ bool launch_net_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLau
     bool launched = false;
     const auto launch = [&](auto kk, auto mv) {
       constexpr int K = decltype(kk)::value, MV = decltype(mv)::value;
-      // Instances net_rows_take never picks are not built (32-bit rows past 64 only at K = 8,
-      // 16-bit rows past 128 only at K <= 4); were one asked for, the other kernels take the rows.
-      if constexpr (sizeof(scalar_t) == 4 ? (MV <= 16 || K == 8) : (MV <= 16 || K <= 4)) {
-        // A block a warp (its tile up to 17 KB), a block a tile of 32 rows (a grid the SMs hold
-        // at once, each warp walking on with an L2 prefetch of its next tile, ran 1.1-1.2x slower).
-        const int64_t blocks = (a.rows + 31) / 32;
-        const int64_t cap = int64_t(std::max(a.num_sms, 1)) * 2048;  // (x's limit is far above)
-        net_rows_kernel<scalar_t, K, MV><<<unsigned(std::min(blocks, cap)), 32, 0, stream>>>(
+      // Only the instances net_rows_take picks are built: one whose longest row at its largest k
+      // is taken (the rule's bounds fall on the instances' edges); were another asked for, the
+      // other kernels would take the rows.  A block a warp, its tile up to 17 KB.
+      if constexpr (net_rows_take(MV * (16 / int(sizeof(scalar_t))), K, sizeof(scalar_t))) {
+        net_rows_kernel<scalar_t, K, MV><<<warp_tiles_grid(a.rows, a.num_sms), 32, 0, stream>>>(
             in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest,
             a.sorted);
         launched = true;
@@ -487,9 +493,8 @@ bool launch_net_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLau
     at_power_of_two<1, kNetMaxK>(a.k, [&](auto kk) {
       // (32-bit rows of more than 32 elements are more than 8 words)
       constexpr int kLo = sizeof(scalar_t) == 4 ? 2 * kNetChunkWords : kNetChunkWords;
-      at_power_of_two<kLo,
-                      kNetMaxCols* int(sizeof(scalar_t)) / 16 / (sizeof(scalar_t) == 4 ? 2 : 1)>(
-          bytes / 16, [&](auto mv) { launch(kk, mv); });
+      constexpr int kHi = int(net_rows_max_cols(sizeof(scalar_t)) * sizeof(scalar_t) / 16);
+      at_power_of_two<kLo, kHi>(bytes / 16, [&](auto mv) { launch(kk, mv); });
     });
     return launched;
   }
