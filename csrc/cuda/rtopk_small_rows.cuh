@@ -330,8 +330,6 @@ __global__ void __launch_bounds__(32)
     thread_tile_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                             int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
                             int64_t max_iter, typename Elem<scalar_t>::Compute eps, bool largest) {
-  using E = Elem<scalar_t>;
-  using Compute = typename E::Compute;
   using Key = KeyFor<scalar_t>;
   constexpr int kPer = 16 / int(sizeof(scalar_t));
   static_assert(N % kPer == 0, "whole 16-byte words");
