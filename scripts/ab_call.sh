@@ -10,7 +10,8 @@
 #             PYTEST_K, their -k expression (default "not cpu")
 #   PATCH_C   a second change (scripts/ab_tree.sh): C built beside B (MAX_JOBS=8 each), tested with TESTS_B
 #             and measured against A the same way (ab_c_*.md)
-#   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (float32) with B; SAN_K narrows it (-k)
+#   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (SAN_DT, default float32) with B;
+#             SAN_K narrows it (-k)
 set -uo pipefail
 # shellcheck source=scripts/ab_tree.sh
 . "$(dirname "$0")/ab_tree.sh"
@@ -60,7 +61,7 @@ done
 if [ "${SANITIZE_B:-0}" = 1 ]; then
   (cd "$B" && for t in memcheck racecheck; do
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool $t --error-exitcode 9 \
-      python3 -m pytest tests/test_sanitizer_subset.py -q -k "float32${SAN_K:+ and ($SAN_K)}" \
+      python3 -m pytest tests/test_sanitizer_subset.py -q -k "${SAN_DT:-float32}${SAN_K:+ and ($SAN_K)}" \
       >"$OUT/san_$t.log" 2>&1
     echo "$t B rc=$?: $(grep -E "passed|failed" "$OUT/san_$t.log" | tail -1)" \
       "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_$t.log" | tail -1)"

@@ -454,13 +454,16 @@ void launch_thread_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
 
 // Where the network kernel is the faster in exact mode (H200, 2^18 rows, against the round and
 // value kernels; notes v61): 16-bit rows of 33..128 at k <= 8 (0.42-0.81x of the time) and of
-// ..256 at k <= 4 (0.74-0.93x; at k = 8 1.3-1.5x); 32-bit rows of 33..64 at k <= 8 (0.74-0.95x)
-// and of ..128 at k >= 5 (0.68-0.76x; k = 1..4 0.95-1.46x: two passes, and a tile twice the
-// size: half the warps an SM), none longer (1.5-2.6x).
+// ..256 at k <= 4 (0.74-0.93x), and since its keys two a word (notes v62) of ..192 at k = 5..8
+// (192 elements: 0.43 / 0.55x of the value kernel's time, index / rank order; 193..256 keep the
+// four-lane kernel: 256 at k = 8 1.02-1.17x its time); 32-bit rows of 33..64 at k <= 8
+// (0.74-0.95x) and of ..128 at k >= 5 (0.68-0.76x; k = 1..4 0.95-1.46x: two passes, and a tile
+// twice the size: half the warps an SM), none longer (1.5-2.6x).  (Monotone in cols: an instance
+// is built where its shortest row is taken.)
 constexpr int64_t net_rows_max_cols(size_t elem) { return elem == 4 ? 128 : kNetMaxCols; }
 constexpr bool net_rows_take(int64_t cols, int64_t k, size_t elem) {
   if (cols <= 32 || k > kNetMaxK || cols > net_rows_max_cols(elem)) return false;
-  if (elem == 2) return cols <= 128 || k <= 4;
+  if (elem == 2) return cols <= 192 || k <= 4;
   return elem == 4 && (cols <= 64 || k >= 5);
 }
 
@@ -478,10 +481,12 @@ bool launch_net_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLau
     bool launched = false;
     const auto launch = [&](auto kk, auto mv) {
       constexpr int K = decltype(kk)::value, MV = decltype(mv)::value;
-      // Only the instances net_rows_take picks are built: one whose longest row at its largest k
-      // is taken (the rule's bounds fall on the instances' edges); were another asked for, the
-      // other kernels would take the rows.  A block a warp, its tile up to 17 KB.
-      if constexpr (net_rows_take(MV * (16 / int(sizeof(scalar_t))), K, sizeof(scalar_t))) {
+      // Only the instances net_rows_take picks are built: one whose shortest row (a word past
+      // half its words) at its largest k is taken (the rule's k bounds fall on the instances'
+      // edges); were another asked for, the other kernels would take the rows.  A block a warp,
+      // its tile up to 17 KB.
+      constexpr int kPer = 16 / int(sizeof(scalar_t));
+      if constexpr (net_rows_take((MV / 2 + 1) * kPer, K, sizeof(scalar_t))) {
         net_rows_kernel<scalar_t, K, MV><<<warp_tiles_grid(a.rows, a.num_sms), 32, 0, stream>>>(
             in, ov, oi, a.rows, static_cast<int>(a.cols), static_cast<int>(a.k), a.largest,
             a.sorted);

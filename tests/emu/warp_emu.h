@@ -289,6 +289,13 @@ inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
   const uint64_t v = (uint64_t(hi) << 32) | lo;
   return unsigned((v << (shift & 31)) >> 32);
 }
+// (Selector nibbles' low three bits, as __byte_perm: bytes 0..3 of x, 4..7 of y.)
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t v = (uint64_t(y) << 32) | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i) r |= unsigned((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
+  return r;
+}
 inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
   unsigned r = c;
   for (int i = 0; i < 4; ++i) r += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);
