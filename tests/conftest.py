@@ -1,4 +1,9 @@
 import math
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
 
 import pytest
 import torch
@@ -9,6 +14,91 @@ from rtopk._ref import int_view
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device"))]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+# The warp emulators (tests/emu: CUDA kernels compiled for the CPU by g++), where g++ and the CUDA headers are
+# found and no GPU is (RTOPK_EMU=1: also with one; where a GPU runs the kernels themselves they only cost time).
+HERE = os.path.dirname(os.path.abspath(__file__))
+CUDA_INCLUDE = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
+EMU_TOOLS = shutil.which("g++") is not None and os.path.exists(os.path.join(CUDA_INCLUDE, "cuda_fp16.h"))
+EMU_WANTED = not HAS_CUDA or os.environ.get("RTOPK_EMU", "0") == "1"
+EMU_MODULES = {"test_lane_emu": "lane_emu", "test_small_emu": "small_emu"}
+
+
+class _EmuBuilds:
+    """Each emulator compiled once a session.  Where the collected tests use them, a thread compiles them from the
+    end of collection on, one at a time, beside the tests before them (which keep one core busy): most of their
+    minutes of g++ leave the serial run (CI's two cores)."""
+
+    def __init__(self):
+        self.dir = None
+        self.builds = {}  # name -> (event, [exe or error])
+        self.lock = threading.Lock()
+
+    def _compile(self, name, done, out):
+        exe = os.path.join(self.dir, name)
+        cmd = ["g++", "-std=c++20", "-O1", "-I", CUDA_INCLUDE, os.path.join(HERE, "emu", name + ".cpp"), "-o", exe]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        out.append(exe if run.returncode == 0 else RuntimeError(f"g++ failed for {name}: {run.stderr[-4000:]}"))
+        done.set()
+
+    def _schedule(self, names):
+        """(lock held) The names not yet scheduled, each with its event."""
+        if self.dir is None:
+            self.dir = tempfile.mkdtemp(prefix="rtopk_emu_")
+        new = []
+        for n in names:
+            if n not in self.builds:
+                self.builds[n] = (threading.Event(), [])
+                new.append(n)
+        return new
+
+    def start(self, names):
+        with self.lock:
+            new = self._schedule(names)
+
+        def run():
+            for n in new:
+                self._compile(n, *self.builds[n])
+
+        if new:
+            threading.Thread(target=run, daemon=True).start()
+
+    def get(self, name):
+        with self.lock:
+            new = self._schedule([name])
+        if new:
+            self._compile(name, *self.builds[name])
+        done, out = self.builds[name]
+        done.wait()
+        if isinstance(out[0], Exception):
+            raise out[0]
+        return out[0]
+
+    def close(self):
+        # (Not waiting for a build no test asked for: an interrupted run exits at once.)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+EMU_BUILDS = _EmuBuilds()
+
+
+@pytest.hookimpl(trylast=True)  # (after -k / -m deselection)
+def pytest_collection_modifyitems(config, items):
+    if not (EMU_TOOLS and EMU_WANTED):
+        return
+    names = []
+    for item in items:
+        mod = getattr(item, "module", None)
+        name = EMU_MODULES.get(mod.__name__ if mod is not None else "")
+        if name and name not in names:
+            names.append(name)
+    if names:
+        EMU_BUILDS.start(names)
+
+
+def pytest_unconfigure(config):
+    EMU_BUILDS.close()
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -9,24 +9,18 @@ one), about two minutes, most of it the compile."""
 
 import os
 import random
-import shutil
 import subprocess
 
 import pytest
 import torch
 
 import rtopk
-from conftest import MIXED_KINDS, TAIL_KINDS, bits, make_rows
+from conftest import EMU_BUILDS, EMU_TOOLS, EMU_WANTED, MIXED_KINDS, TAIL_KINDS, bits, make_rows
 from test_lane_rows import CROWDED_KINDS, OFFSETS, crowded_rows
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CUDA_INCLUDE = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
-HAVE_TOOLS = shutil.which("g++") is not None and os.path.exists(os.path.join(CUDA_INCLUDE, "cuda_fp16.h"))
-# Where a GPU runs the kernels themselves, the emulator only costs time: RTOPK_EMU=1 runs it there too.
-WANTED = not torch.cuda.is_available() or os.environ.get("RTOPK_EMU", "0") == "1"
 pytestmark = [
-    pytest.mark.skipif(not HAVE_TOOLS, reason="needs g++ and the CUDA headers"),
-    pytest.mark.skipif(not WANTED, reason="a GPU is present (RTOPK_EMU=1 runs the emulator anyway)"),
+    pytest.mark.skipif(not EMU_TOOLS, reason="needs g++ and the CUDA headers"),
+    pytest.mark.skipif(not EMU_WANTED, reason="a GPU is present (RTOPK_EMU=1 runs the emulator anyway)"),
 ]
 
 DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -36,18 +30,16 @@ INTS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: 
 SORTED_CAP = {4: 16, 8: 32, 16: 32}
 
 
-def build_emulator(tmp_path_factory, name):
-    """Compiles tests/emu/<name>.cpp (a kernel on the warp emulator) with g++; returns the executable."""
-    exe = str(tmp_path_factory.mktemp("emu") / name)
-    cmd = ["g++", "-std=c++20", "-O1", "-I", CUDA_INCLUDE, os.path.join(HERE, "emu", name + ".cpp"), "-o", exe]
-    subprocess.run(cmd, check=True)
-    return exe
+def build_emulator(name):
+    """tests/emu/<name>.cpp (a kernel on the warp emulator) compiled by g++ (conftest.EMU_BUILDS: once a session,
+    begun at collection); returns the executable."""
+    return EMU_BUILDS.get(name)
 
 
 @pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
+def emulator():
     """The lane kernel as dispatched, on the warp emulator."""
-    return build_emulator(tmp_path_factory, "lane_emu")
+    return build_emulator("lane_emu")
 
 
 def emu_topk(exe, tmp, x, k, lanes, largest, sort, grid, max_iter=-1):

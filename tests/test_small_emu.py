@@ -17,8 +17,8 @@ from test_lane_emu import DTYPES, INTS, build_emulator, pytestmark  # noqa: F401
 
 
 @pytest.fixture(scope="module")
-def small_emulator(tmp_path_factory):
-    return build_emulator(tmp_path_factory, "small_emu")
+def small_emulator():
+    return build_emulator("small_emu")
 
 
 def emu_small(exe, tmp, kernel, p, x, k, largest, sort, max_iter=-1, eps=0.0, grid=2):
