@@ -5,7 +5,7 @@
 # Usage: scripts/prebuild.sh [PATCH]   -> prebuilt/a (this working tree), or with PATCH prebuilt/b (the tree
 # with the patch applied, as scripts/ab_tree.sh makes B there).  One binary fits a call's carry; prebuilt/a is
 # the one that saves time in ab_call.sh, which builds A before it starts B's build beside A's tests.  Each folder
-# holds _C.abi3.so.xz, build.log (with ptxas's report) and stamp (the torch version and rtopk_src_hash of the
+# holds _C.abi3.so.xz, build.log (with ptxas's report), ninja_times and stamp (the torch version and rtopk_src_hash of the
 # sources it was built from; the device refuses a binary whose stamp does not match its tree).
 # Environment: TORCH_VENV (default /tmp/v211), a venv with that torch, made here when missing (its wheel from
 # PyPI, ~530 MB; CUDA's libraries come from this machine's own torch); MAX_JOBS (default 2).
@@ -44,6 +44,9 @@ build_into() {  # build_into DEST [PATCH]: a copy of the working tree (tracked a
     { tail -30 "$dest/build.log"; return 1; }
   # (Host debug sections stripped, the kernels' line info kept; xz: ~36 MB of 69, and a call carries 64 MiB
   # in all, so one binary a call.)
+  # (Each file's compile seconds, for the build's balance: ninja_times.)
+  find "$tree/build" -name .ninja_log -exec awk 'NR > 1 {printf "%.1f %s\n", ($2 - $1) / 1000, $4}' {} + |
+    sort -rn >"$dest/ninja_times" || true
   strip --strip-debug "$tree"/rtopk/_C.abi3.so
   xz -T0 -6 -c "$tree"/rtopk/_C.abi3.so >"$dest/_C.abi3.so.xz"
   printf '%s %s\n' "$WANT" "$(cd "$tree" && rtopk_src_hash)" >"$dest/stamp"
