@@ -5,8 +5,9 @@
 # Usage: scripts/prebuild.sh [PATCH]   -> prebuilt/a (this working tree), or with PATCH prebuilt/b (the tree
 # with the patch applied, as scripts/ab_tree.sh makes B there).  One binary fits a call's carry; prebuilt/a is
 # the one that saves time in ab_call.sh, which builds A before it starts B's build beside A's tests.  Each folder
-# holds _C.abi3.so.xz, build.log (with ptxas's report), ninja_times and stamp (the torch version and rtopk_src_hash of the
-# sources it was built from; the device refuses a binary whose stamp does not match its tree).
+# holds _C.abi3.so.xz, build.log (with ptxas's report), ninja_times (each file's compile seconds) and stamp (the
+# torch version and rtopk_src_hash of the sources it was built from; the device refuses a binary whose stamp does
+# not match its tree).
 # Environment: TORCH_VENV (default /tmp/v211), a venv with that torch, made here when missing (its wheel from
 # PyPI, ~530 MB; CUDA's libraries come from this machine's own torch); MAX_JOBS (default 2).
 # The binary is the tree's own (its stamp is checked on the device): A/B experiments, profiling and the results

@@ -196,14 +196,18 @@ __global__ void __launch_bounds__(32)
   // (Numbers' keys are >= 1.  NaN's 0 in the k smallest of 32-bit rows equals the list's empty
   // slots: harmless, the second pass reads the row itself; 16-bit composites are >= 256.)
   const uint32_t nan_key = largest ? (kSign << 1) - 1 : 0u;
+  // A 16-bit key with the index below it, reversed: unique, and equal values ordered by index.
+  // (A multiply-add: ptxas makes it one LEA, where a shift and an OR took two LOP3 and a shift.)
+  const auto composite = [](uint32_t key16, int j) -> Key {
+    return key16 * (1u << kNetIndexBits) + Key((1 << kNetIndexBits) - 1 - j);
+  };
   const auto key_of = [&](Bits bits, int j) -> Key {
     const uint32_t b = uint32_t(bits) ^ flip;
     const uint32_t a = b & (kSign - 1);
     const uint32_t m = b & kSign ? 0xFFFFFFFFu : 0u;
     const uint32_t key = a > uint32_t(E::kInfBits) ? nan_key : kSign + ((a ^ m) - m);
     if constexpr (kComposite) {
-      // With the index below it, reversed: unique, and equal values ordered by index.
-      return key << kNetIndexBits | Key((1 << kNetIndexBits) - 1 - j);
+      return composite(key, j);
     } else {
       (void)j;
       return key;
@@ -257,11 +261,10 @@ __global__ void __launch_bounds__(32)
               for (int q = 0; q < 4; ++q) {
                 const uint32_t k2 = keys2_of(x[q]);
                 const int j = w * kPer + 2 * q;
-                constexpr Key kRev = (1 << kNetIndexBits) - 1, kIdx = 1u << kNetIndexBits;
                 keys[gw * kPer + 2 * q] =
-                    w < words ? __byte_perm(k2, 0, 0x4410) * kIdx + (kRev - j) : Key(0);
+                    w < words ? composite(__byte_perm(k2, 0, 0x4410), j) : Key(0);
                 keys[gw * kPer + 2 * q + 1] =
-                    w < words ? __byte_perm(k2, 0, 0x4432) * kIdx + (kRev - j - 1) : Key(0);
+                    w < words ? composite(__byte_perm(k2, 0, 0x4432), j + 1) : Key(0);
               }
             } else {
 #pragma unroll
