@@ -5,7 +5,7 @@ rows or k <= 24, rank order with sixteen lanes) and the small launches it never 
 holds rows of every kind side by side (so that rows of different kinds share a warp), crowded rows, and a last warp
 with fewer rows than it holds; a grid smaller than the rows so that warps loop. The emulator also aborts when lanes
 diverge at a warp collective. Runs where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with
-one), about two minutes, most of it the compile."""
+one), about a minute and a half, most of it the compile (begun at collection, beside the tests before)."""
 
 import os
 import random

@@ -1,9 +1,11 @@
 // A warp emulator for the CPU: runs CUDA kernels one warp at a time, its 32 lanes as fibers
-// (ucontext) that switch at each warp collective (shuffles, ballots, reductions, __syncwarp, with
-// full or partial masks); warps of a block run one after the other (no __syncthreads).  For testing
-// kernel logic where no GPU is at hand (tests/test_lane_emu.py); it says nothing about speed, and
-// nvcc's FMA contraction and approximate intrinsics (__fdividef) are not reproduced, so
-// intermediate floats may differ from the GPU's while exact results must not.
+// (started by ucontext, switched by __builtin_setjmp / __builtin_longjmp: swapcontext saves the
+// signal mask by a system call, half of the emulator's time) that switch at each warp collective
+// (shuffles, ballots, reductions, __syncwarp, with full or partial masks); warps of a block run one
+// after the other (no __syncthreads).  For testing kernel logic where no GPU is at hand
+// (tests/test_lane_emu.py); it says nothing about speed, and nvcc's FMA contraction and approximate
+// intrinsics (__fdividef) are not reproduced, so intermediate floats may differ from the GPU's
+// while exact results must not.
 //
 // What it checks beyond the results: a lane that ends while others of its mask wait at a
 // collective, lanes of one mask at different kinds of collective (not told apart: two of one kind
@@ -27,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -52,10 +55,16 @@ struct Post {
   void* site;
 };
 
+constexpr size_t kLaneStack = size_t(1) << 20;
+
 struct WarpState {
-  ucontext_t sched;
-  ucontext_t ctx[32];
-  std::vector<char> stack[32];
+  void* sched_jb[5];  // __builtin_setjmp's buffers (five words): the scheduler's, each lane's
+  void* jb[32][5];
+  bool started[32];
+  ucontext_t ctx[32];  // each lane's start
+  // Each lane's stack, left uninitialised: a process touches only the pages its lanes use (zeroed,
+  // the 32 MB were 8000 page faults, most of a short run's time).
+  std::unique_ptr<char[]> stack[32];
   St st[32];
   Post post[32];
   uint64_t result[32];
@@ -77,19 +86,39 @@ inline uintptr_t g_shared_hi = 0;  // the upper address bits of the kernel's sha
   std::abort();
 }
 
+// (__builtin_longjmp must not be called from the function of its __builtin_setjmp.)
+[[noreturn]] __attribute__((noinline)) inline void jump(void** buf) { __builtin_longjmp(buf, 1); }
+
+// The calling lane waits: back to the scheduler, on until it resumes this lane.
+__attribute__((noinline)) inline void yield_lane() {
+  if (__builtin_setjmp(g_warp->jb[g_warp->cur]) == 0) jump(g_warp->sched_jb);
+}
+
+// The scheduler runs lane l until it waits or ends.
+__attribute__((noinline)) inline void resume_lane(int l) {
+  g_warp->cur = l;
+  if (__builtin_setjmp(g_warp->sched_jb) == 0) {
+    if (!g_warp->started[l]) {
+      g_warp->started[l] = true;
+      setcontext(&g_warp->ctx[l]);
+    }
+    jump(g_warp->jb[l]);
+  }
+}
+
 inline uint64_t collective(Op op, unsigned mask, uint64_t val, int src, void* site) {
   WarpState& w = *g_warp;
   if (!((mask >> w.cur) & 1u)) fail("a collective whose mask leaves out the calling lane", w.cur);
   w.post[w.cur] = Post{op, mask, val, src, site};
   w.st[w.cur] = St::kWait;
-  swapcontext(&w.ctx[w.cur], &w.sched);
-  return w.result[w.cur];
+  yield_lane();
+  return g_warp->result[g_warp->cur];
 }
 
 inline void trampoline() {
   g_warp->body();
   g_warp->st[g_warp->cur] = St::kDone;
-  swapcontext(&g_warp->ctx[g_warp->cur], &g_warp->sched);
+  jump(g_warp->sched_jb);
 }
 
 inline void complete(unsigned mask) {
@@ -130,20 +159,20 @@ inline void run_warp(unsigned block, unsigned warp, unsigned block_dim, unsigned
   w.grid_dim = grid_dim;
   w.body = std::move(body);
   for (int l = 0; l < 32; ++l) {
-    w.stack[l].resize(1 << 20);
+    if (!w.stack[l]) w.stack[l].reset(new char[kLaneStack]);
     w.st[l] = St::kRun;
+    w.started[l] = false;
     w.post[l] = Post{Op::kSync, 0u, 0u, -1, nullptr};
     getcontext(&w.ctx[l]);
-    w.ctx[l].uc_stack.ss_sp = w.stack[l].data();
-    w.ctx[l].uc_stack.ss_size = w.stack[l].size();
+    w.ctx[l].uc_stack.ss_sp = w.stack[l].get();
+    w.ctx[l].uc_stack.ss_size = kLaneStack;
     w.ctx[l].uc_link = nullptr;
     makecontext(&w.ctx[l], trampoline, 0);
   }
   for (;;) {
     for (int l = 0; l < 32; ++l) {
       if (w.st[l] != St::kRun) continue;
-      w.cur = l;
-      swapcontext(&w.sched, &w.ctx[l]);
+      resume_lane(l);
     }
     bool all_done = true, progress = false;
     for (int l = 0; l < 32; ++l) {
