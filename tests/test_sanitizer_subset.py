@@ -52,7 +52,8 @@ def test_small_rows(dtype):
     """The short-row kernels: ranks by shuffles (rows up to 32 elements, 2..32 lanes a row; exact mode), k rounds
     of a warp maximum (17..256 elements at small k, exact mode; float64 takes the warp kernel), a sorting network a
     thread a row (exact mode at k <= 8: rows of 64 and 128 in whole 16-byte words, bf16 256 at k = 4; its tile comes
-    in by cp.async; bf16 256 at k = 8 the four-lane kernel), a thread a row with a plan (the other modes up to 32 elements here; 64 from 65536 rows)."""
+    in by cp.async; bf16 256 at k = 8 the four-lane kernel), a thread a row with a plan (the other modes up to 32
+    elements here; 64 from 65536 rows)."""
     gen = torch.Generator().manual_seed(13)
     for M, ks in [(3, (1, 2)), (8, (1, 5)), (20, (7,)), (24, (5,)), (32, (16,)), (64, (1, 3, 8)), (70, (4, 16)),
                   (128, (8,)), (256, (4, 8))]:

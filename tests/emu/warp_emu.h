@@ -112,7 +112,7 @@ inline uint64_t collective(Op op, unsigned mask, uint64_t val, int src, void* si
   w.post[w.cur] = Post{op, mask, val, src, site};
   w.st[w.cur] = St::kWait;
   yield_lane();
-  return g_warp->result[g_warp->cur];
+  return w.result[w.cur];
 }
 
 inline void trampoline() {
