@@ -26,6 +26,15 @@ void set_debug_lane_rows(int64_t mode) {
   g_lane_mode.store(static_cast<int>(mode));
 }
 
+std::atomic<int> g_pair_mode{0};
+void set_debug_pair_rows(int64_t mode) {
+  TORCH_CHECK(mode >= 0 && mode <= 3,
+              "_set_debug_pair_rows: mode must be 0 (measured dispatch), 1 (packed-pair kernels "
+              "wherever the row shape allows), 2 (never) or 3 (as 1, more lanes a row), got ",
+              mode);
+  g_pair_mode.store(static_cast<int>(mode));
+}
+
 void check_dtype_and_mode(const char* op, bool drop_in, const at::Tensor& t, int64_t max_iter,
                           double eps) {
   const auto dtype = t.scalar_type();
@@ -106,6 +115,7 @@ void solve_rows(RowProblem& p, RowSolver solve) {
 }  // namespace
 
 int debug_lane_mode() { return g_lane_mode.load(std::memory_order_relaxed); }
+int debug_pair_mode() { return g_pair_mode.load(std::memory_order_relaxed); }
 bool debug_poison() { return g_poison_outputs.load(std::memory_order_relaxed); }
 
 std::tuple<at::Tensor, at::Tensor> run_rtopk(const at::Tensor& values, int64_t k, int64_t max_iter,
@@ -162,6 +172,7 @@ TORCH_LIBRARY(rtopk, m) {
       "float eps=0.0) -> (Tensor values, Tensor indices)");
   m.def("_set_debug_poison(bool enabled) -> ()", &rtopk::set_debug_poison);
   m.def("_set_debug_lane_rows(int mode) -> ()", &rtopk::set_debug_lane_rows);
+  m.def("_set_debug_pair_rows(int mode) -> ()", &rtopk::set_debug_pair_rows);
 }
 
 // `import rtopk._C` loads this shared library, which runs the registrations above.

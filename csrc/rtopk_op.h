@@ -27,6 +27,9 @@ struct RowProblem {
 // were measured faster (the default); 1, wherever their row shapes allow, whatever the number
 // of rows or k; 2, never.  Answers are the same in every mode; only the kernel changes.
 int debug_lane_mode();
+// The same for the packed-pair kernels of 16-bit rows (torch.ops.rtopk._set_debug_pair_rows):
+// 0 measured, 1 wherever shapes allow, 2 never, 3 as 1 with more lanes a row.
+int debug_pair_mode();
 // Whether the tests asked for outputs (and a backend's scratch) poisoned before the kernels run.
 bool debug_poison();
 

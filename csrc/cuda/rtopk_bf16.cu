@@ -4,6 +4,7 @@
 
 namespace rtopk {
 RTOPK_EXTERN_PARTS(__nv_bfloat16);
+extern RTOPK_PAIR_ROWS(__nv_bfloat16);
 template bool launch_rtopk<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t*,
                                           const RowLaunch&, cudaStream_t);
 template void launch_split_segments<__nv_bfloat16>(const __nv_bfloat16*, __nv_bfloat16*, int64_t*,

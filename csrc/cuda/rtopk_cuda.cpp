@@ -14,8 +14,8 @@ namespace rtopk {
 namespace {
 
 RowLaunch launch_args(const RowProblem& p, int num_sms) {
-  return RowLaunch{p.rows,    p.cols,   p.k,     p.max_iter,       p.eps,
-                   p.largest, p.sorted, num_sms, debug_lane_mode()};
+  return RowLaunch{p.rows,    p.cols,   p.k,     p.max_iter,        p.eps,
+                   p.largest, p.sorted, num_sms, debug_lane_mode(), debug_pair_mode()};
 }
 
 // Few long rows in exact mode (split_rows): the segments' top k as candidates, then the rows' top

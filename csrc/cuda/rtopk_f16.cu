@@ -4,6 +4,7 @@
 
 namespace rtopk {
 RTOPK_EXTERN_PARTS(__half);
+extern RTOPK_PAIR_ROWS(__half);
 template bool launch_rtopk<__half>(const __half*, __half*, int64_t*, const RowLaunch&,
                                    cudaStream_t);
 template void launch_split_segments<__half>(const __half*, __half*, int64_t*, const RowLaunch&,

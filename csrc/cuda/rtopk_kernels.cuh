@@ -31,6 +31,7 @@
 #include "rtopk_kernels_common.cuh"
 #include "rtopk_lane_rows.cuh"
 #include "rtopk_launch.h"
+#include "rtopk_pair_rows.cuh"
 #include "rtopk_small_rows.cuh"
 #include "rtopk_sort_rows.cuh"
 #include "rtopk_stream_values.cuh"
@@ -1027,6 +1028,12 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   using Compute = typename Elem<scalar_t>::Compute;
   // Registers per lane for the keys: up to 64 32-bit keys or 32 64-bit keys.
   constexpr int64_t kWarpMaxCols = sizeof(KeyFor<scalar_t>) == 4 ? 2048 : 1024;
+  if constexpr (sizeof(scalar_t) == 2) {
+    if (const int g = pair_rows_shape(in, a)) {
+      launch_pair_rows<scalar_t>(in, ov, oi, a, g, stream);
+      return a.sorted;  // (index order: unsorted, or k == 1)
+    }
+  }
   if (launch_small_rows<scalar_t>(in, ov, oi, a, stream)) return a.sorted;
   if constexpr (sizeof(Compute) == 4) {
     if (a.cols > kWarpMaxCols && stream_applies(a)) {
@@ -1091,6 +1098,9 @@ void launch_split_segments(const scalar_t* in, scalar_t* cand_values, int64_t* c
                                                     int, cudaStream_t)
 #define RTOPK_LANE_ROWS(T)                                                                 \
   template void cuda_detail::launch_lane_rows<T>(const T*, T*, int64_t*, const RowLaunch&, \
+                                                 cudaStream_t)
+#define RTOPK_PAIR_ROWS(T)                                                                      \
+  template void cuda_detail::launch_pair_rows<T>(const T*, T*, int64_t*, const RowLaunch&, int, \
                                                  cudaStream_t)
 #define RTOPK_EXTERN_PARTS(T)     \
   extern RTOPK_LANE_ROWS(T);      \

@@ -19,6 +19,7 @@ struct RowLaunch {
   bool sorted;   // rank order wanted
   int num_sms;
   int lane_mode;  // 0: the measured dispatch; 1: lane kernels wherever shapes allow; 2: none
+  int pair_mode;  // the packed-pair kernels: as lane_mode; 3: as 1, with more lanes a row
 };
 
 // Rows of at most this many elements come out in rank order at no extra cost (the rank kernel of

@@ -1,0 +1,74 @@
+"""The packed-pair kernels of 16-bit rows against the paths they replace, one process, one build: each cell is
+timed with torch.ops.rtopk._set_debug_pair_rows(2) (never: the lane / warp kernels), 1 (the pair kernels wherever
+shapes allow) and 3 (as 1, more lanes a row), rounds alternating; each forced result is first checked against mode
+2's bit for bit.  Exact mode, index order (rtopk.rtopk).  Prints, per cell, the three times, the ratios to mode 2 and
+the fraction of the memory floor (input read once, values and int64 indices written once, over the copy bandwidth
+measured here).
+
+    python benchmarks/pair_modes.py --cells "262144x256:16,128;262144x512:64" --dtype bfloat16
+"""
+
+import argparse
+import os
+import statistics
+import sys
+
+import torch
+
+from ab import parse_cells
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cells", required=True, help="'NxM:k1,k2;NxM:k'")
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--dist", default="randn", help="rtopk.bench.make_input's distributions, comma-separated")
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args(argv)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import rtopk
+    from rtopk._ref import int_view
+    from rtopk.bench import CudaTimer, copy_bandwidth, floor_bytes, make_input
+
+    if not torch.cuda.is_available():
+        sys.exit("pair_modes.py times CUDA kernels: no CUDA device")
+    time_it = CudaTimer()
+    bw = copy_bandwidth(torch.device("cuda"), time_it)
+    dtype = getattr(torch, args.dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    set_mode = torch.ops.rtopk._set_debug_pair_rows
+    print(f"# {torch.cuda.get_device_name()}, {args.dtype}, copy {bw / 1e12:.3f} TB/s, {args.rounds} rounds (medians)")
+    print("| cell | dist | mode 2 ms | mode 1 ms | mode 3 ms | 1/2 | 3/2 | floor 2 | floor 1 | floor 3 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    wrong = 0
+    try:
+        for dist in args.dist.split(","):
+            for n, m, k in parse_cells(args.cells):
+                x = make_input(dist, n, m, dtype, "cuda", gen)
+                fn = lambda: rtopk.rtopk(x, k)
+                outs = {}
+                for mode in (2, 1, 3):
+                    set_mode(mode)
+                    outs[mode] = fn()
+                bad = [mo for mo in (1, 3) if not (torch.equal(int_view(outs[mo][0]), int_view(outs[2][0]))
+                                                    and torch.equal(outs[mo][1], outs[2][1]))]
+                if bad:
+                    wrong += 1
+                    print(f"| {n}x{m}:{k} | {dist} | WRONG: modes {bad} differ from mode 2 | | | | | | | |")
+                    continue
+                times = {2: [], 1: [], 3: []}
+                for _ in range(args.rounds):
+                    for mode in (2, 1, 3):
+                        set_mode(mode)
+                        times[mode].append(time_it(fn))
+                t = {mo: statistics.median(v) for mo, v in times.items()}
+                fl = floor_bytes(n, m, k, x.element_size()) / bw * 1e3
+                print(f"| {n}x{m}:{k} | {dist} | {t[2]:.4f} | {t[1]:.4f} | {t[3]:.4f} | {t[1] / t[2]:.3f} | "
+                      f"{t[3] / t[2]:.3f} | {fl / t[2]:.3f} | {fl / t[1]:.3f} | {fl / t[3]:.3f} |", flush=True)
+    finally:
+        set_mode(0)
+    sys.exit(1 if wrong else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,536 @@
+// Exact top-k of 16-bit rows (bfloat16, float16) by packed-pair arithmetic (pair_rows_kernel):
+// G lanes a row, E elements a lane held as E / 2 32-bit words of two, never widened to floats.
+//
+// Why: the lane kernels stage 16-bit rows as floats and do per element what they do for fp32
+// rows, so a bf16 row costs as many instructions as an fp32 one for half the bytes (H200 paper
+// grid: bf16 0.371 of its floor against fp32 0.590, the same times).  Here a compare is one
+// instruction for two elements (set.ge.u32.bf16x2) and an IADD3 sums two such masks, so a
+// counting pass over the row costs 0.75 instructions an element, min / max 0.5 each, and nothing
+// goes through shared memory but the selected columns.
+//   load:   the row's 16-byte words straight into registers (lane l of a row: elements
+//           [l E, l E + E)); the k smallest as the k largest of -x (the sign bits flipped);
+//           each 32-element chunk's words re-paired so that word i holds elements i and 16 + i:
+//           the masks below then come out in index order;
+//   search: min / max (NaN-propagating; a row with NaN or +-inf goes to the fallback), then a
+//           bisection over [min, max] in which every threshold is a 16-bit value: the count of
+//           elements >= t decides; exactly k ends it (take every element >= t), else the bracket
+//           [lo, hi) shrinks until its keys are adjacent (the k-th value is lo: take every
+//           element >= hi, then the first of those equal to lo by index).  Midpoints in value
+//           for the first kPairValueSteps steps (randn rows end there), then in key (at most 16
+//           more: heavy tails, values spread over many binades);
+//   emit:   a mask a chunk (one set.ge and one LOP3 a word), the ties' masks trimmed to their
+//           quota, the columns staged in index order, then flushed coalesced, the values re-read
+//           from the row (L1 / L2).
+// Rows with NaN or +-inf are left to the value kernel's row body (warp_value_row) after the
+// flush, in the same launch.  Exact mode, index order, k <= kStageK only; the answer is the one
+// every backend gives (the k largest, equal values by index; -0.0 and +0.0 equal).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "rtopk_kernels_common.cuh"
+#include "rtopk_warp_values.cuh"
+
+namespace rtopk {
+namespace cuda_detail {
+
+// Two 16-bit values a 32-bit word.  ge / eq: 0xFFFF in each half where the compare holds.
+template <typename scalar_t>
+struct PairOps;
+
+template <>
+struct PairOps<__nv_bfloat16> {
+  static constexpr uint32_t kExp = 0x7F80u;  // exponent bits: all set for +-inf and NaN
+  // (set with bf16x2 operands is sm_90's; before it, each half as a float.)
+  __device__ __forceinline__ static uint32_t ge(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t d;
+    asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+#else
+    return (__uint_as_float(a << 16) >= __uint_as_float(b << 16) ? 0xFFFFu : 0u) |
+           (__uint_as_float(a & 0xFFFF0000u) >= __uint_as_float(b & 0xFFFF0000u) ? 0xFFFF0000u
+                                                                                 : 0u);
+#endif
+  }
+  __device__ __forceinline__ static uint32_t eq(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t d;
+    asm("set.eq.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+#else
+    return (__uint_as_float(a << 16) == __uint_as_float(b << 16) ? 0xFFFFu : 0u) |
+           (__uint_as_float(a & 0xFFFF0000u) == __uint_as_float(b & 0xFFFF0000u) ? 0xFFFF0000u
+                                                                                 : 0u);
+#endif
+  }
+  __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static uint32_t min(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static float to_float(uint32_t h) { return __uint_as_float(h << 16); }
+  __device__ __forceinline__ static uint32_t from_float(float f) {
+    return __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  }
+};
+
+template <>
+struct PairOps<__half> {
+  static constexpr uint32_t kExp = 0x7C00u;
+  __device__ __forceinline__ static uint32_t ge(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static uint32_t eq(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static uint32_t min(uint32_t a, uint32_t b) {
+    uint32_t d;
+    asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static float to_float(uint32_t h) {
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+  }
+  __device__ __forceinline__ static uint32_t from_float(float f) {
+    return __half_as_ushort(__float2half_rn(f));
+  }
+};
+
+// The order-preserving key of a 16-bit value's bits (sign at bit 15 in both types) and back.
+// -0.0 keys just below +0.0; they compare equal, so no count tells them apart (the bracket's
+// ends never sit on both), except a row maximum of -0.0, which the kernel makes +0.0.
+__device__ __forceinline__ int pair_key(uint32_t b) {
+  return int(b ^ ((b & 0x8000u) ? 0xFFFFu : 0x8000u));
+}
+__device__ __forceinline__ uint32_t pair_bits(int key) {
+  return uint32_t(key) ^ ((key & 0x8000) ? 0x8000u : 0xFFFFu);
+}
+
+// Exclusive sum over the row's G lanes (l: the lane's place in its group).
+template <int G>
+__device__ __forceinline__ int pair_group_exclusive(int v, int l) {
+  int s = v;
+#pragma unroll
+  for (int o = 1; o < G; o *= 2) {
+    const int t = __shfl_up_sync(kFullMask, s, o, G);
+    s += l >= o ? t : 0;
+  }
+  return s - v;
+}
+
+// A row's shape: G lanes a row, E elements a lane (a multiple of 32: whole mask words).
+template <int G, int E>
+struct PairCfg {
+  static_assert(G == 2 || G == 4 || G == 8 || G == 16, "G lanes a row, a power of two");
+  static_assert(E % 32 == 0 && E >= 32, "whole 32-element chunks");
+  static constexpr int kWords = E / 2;
+  static constexpr int kChunks = E / 32;
+  static constexpr int kVecs = E / 8;  // 16-byte loads a lane
+  static constexpr int kRows = 32 / G;
+  static constexpr int kCols = G * E;
+  static constexpr int kVpt = kCols / 32;  // the fallback row body's values a lane
+  // Shorter rows take another shape: the fallback row body's level must be the row's own.
+  static constexpr int kMinCols = 32 * warp_slots_below(kVpt) + 1;
+};
+
+// One warp a block, a block a warp's rows: blocks start as others end, so the SMs stay evenly
+// loaded to the end of the launch (a resident grid whose warps walked the rows left ~20% of
+// the warps idle in its last round).
+constexpr int kPairBlockWarps = 1;
+constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
+// Value midpoints for this many steps, then key midpoints (each step then halves the key range).
+constexpr int kPairValueSteps = 12;
+
+template <int G, int E>
+struct PairSmem {
+  using C = PairCfg<G, E>;
+  using B = WarpValueBufs<C::kVpt, false>;
+  struct Fallback {
+    typename B::Val val;
+    typename B::Idx idx;
+    alignas(16) typename B::StageV ov;
+    alignas(16) typename B::StageI oi;
+    alignas(16) typename B::Sort sort;
+  };
+  union alignas(16) Warp {
+    uint16_t cols[C::kRows][kPairOutStride];
+    Fallback fb;
+  };
+};
+
+// Warps an SM: the registers a lane's words leave (E = 96, 128: 20 warps; 64: 32).
+template <int E>
+constexpr int kPairMinBlocks = (E >= 96 ? 20 : 32) / kPairBlockWarps;
+
+template <typename scalar_t, int G, int E, bool kLargest>
+__global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
+    pair_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
+                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k, int level) {
+  using C = PairCfg<G, E>;
+  using Ops = PairOps<scalar_t>;
+  using S = PairSmem<G, E>;
+  __shared__ typename S::Warp smem[kPairBlockWarps];
+  const int lane = threadIdx.x & 31;
+  const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);  // (warp-uniform loop)
+  const int g = lane / G, l = lane % G;
+  typename S::Warp& sw = smem[warp];
+  // The lane's elements past the row's end are padding (whole 16-byte words; the last lanes of
+  // a short row may hold none).
+  const int nreal = ::min(::max(cols - l * E, 0), E);
+  constexpr uint32_t kSign2 = 0x80008000u;
+  // -inf in both halves (directed: padding ranks below every finite value).
+  constexpr uint32_t kNegInf2 = ((0x8000u | Ops::kExp) << 16) | (0x8000u | Ops::kExp);
+  constexpr uint32_t kPosInf2 = (Ops::kExp << 16) | Ops::kExp;
+  const uint32_t inv_k = ((1u << 20) + uint32_t(k) - 1u) / uint32_t(k);  // e / k by a multiply
+  const int64_t nblk = (rows + C::kRows - 1) / C::kRows;
+
+  for (int64_t blk = int64_t(blockIdx.x) * kPairBlockWarps + warp; blk < nblk;
+       blk += int64_t(gridDim.x) * kPairBlockWarps) {
+    const int64_t r0 = blk * C::kRows;
+    const int nrows = int(min(int64_t(C::kRows), rows - r0));
+    const bool live = g < nrows;
+    // Load: 16-byte words; padding (and rows past the end) as -inf.
+    uint32_t w[C::kWords];
+    const scalar_t* const src = in + (r0 + g) * int64_t(cols) + l * E;
+#pragma unroll
+    for (int v = 0; v < C::kVecs; ++v) {
+      uint4 q = make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2);
+      if (live && 8 * v < nreal) {
+        q = __ldg(reinterpret_cast<const uint4*>(src) + v);
+        if constexpr (!kLargest) {
+          q.x ^= kSign2;
+          q.y ^= kSign2;
+          q.z ^= kSign2;
+          q.w ^= kSign2;
+        }
+      }
+      w[4 * v] = q.x;
+      w[4 * v + 1] = q.y;
+      w[4 * v + 2] = q.z;
+      w[4 * v + 3] = q.w;
+    }
+    // Each 16-byte word's maximum (NaN-propagating, both halves) and the row's: a row with NaN
+    // or +inf (directed) goes to the fallback; -inf needs nothing of its own (its key is the
+    // lowest, and a threshold is never -inf).
+    uint32_t vmax[C::kVecs];
+    uint32_t mx = kNegInf2;
+#pragma unroll
+    for (int v = 0; v < C::kVecs; ++v) {
+      uint32_t a = Ops::max(Ops::max(w[4 * v], w[4 * v + 1]), Ops::max(w[4 * v + 2], w[4 * v + 3]));
+      a = Ops::max(a, __byte_perm(a, 0, 0x1032));
+      vmax[v] = a;
+      mx = Ops::max(mx, a);
+    }
+    // The bracket's low end: the smallest maximum of the row's groups of V words (host-chosen:
+    // the widest with at least k groups; each group's maximum is an element >= it), or with
+    // V = 0 the row's minimum.
+    uint32_t mn = kPosInf2;
+    const auto group_min = [&](auto vc) {
+      constexpr int V = decltype(vc)::value;
+#pragma unroll
+      for (int v0 = 0; v0 < C::kVecs; v0 += V) {
+        uint32_t m = vmax[v0];
+#pragma unroll
+        for (int j = 1; j < V && v0 + j < C::kVecs; ++j) m = Ops::max(m, vmax[v0 + j]);
+        if (8 * v0 < nreal) mn = Ops::min(mn, m);
+      }
+    };
+    switch (level) {
+      case 8:
+        group_min(std::integral_constant<int, 8>{});
+        break;
+      case 4:
+        group_min(std::integral_constant<int, 4>{});
+        break;
+      case 2:
+        group_min(std::integral_constant<int, 2>{});
+        break;
+      case 1:
+        group_min(std::integral_constant<int, 1>{});
+        break;
+      default:
+#pragma unroll
+        for (int v = 0; v < C::kVecs; ++v) {
+          const uint32_t m =
+              Ops::min(Ops::min(w[4 * v], w[4 * v + 1]), Ops::min(w[4 * v + 2], w[4 * v + 3]));
+          if (8 * v < nreal) mn = Ops::min(mn, m);
+        }
+        mn = Ops::min(mn, __byte_perm(mn, 0, 0x1032));
+    }
+#pragma unroll
+    for (int o = 1; o < G; o *= 2) {
+      mx = Ops::max(mx, __shfl_xor_sync(kFullMask, mx, o));
+      mn = Ops::min(mn, __shfl_xor_sync(kFullMask, mn, o));
+    }
+    mx &= 0xFFFFu;
+    mn &= 0xFFFFu;
+    if (mx == 0x8000u) mx = 0u;  // -0.0 as +0.0: nothing is >= the value past it
+    const bool ok = live && (mx & Ops::kExp) != Ops::kExp;
+    // Re-pair each chunk: word i of a chunk holds its elements i (low half) and 16 + i (high).
+    uint32_t u[C::kWords];
+#pragma unroll
+    for (int c = 0; c < C::kChunks; ++c)
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        u[16 * c + i] =
+            __byte_perm(w[16 * c + i / 2], w[16 * c + 8 + i / 2], (i & 1) ? 0x7632 : 0x5410);
+
+    // Elements >= t (t2: t in both halves) of the row.
+    const auto count_ge = [&](uint32_t t2) {
+      uint32_t acc[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+      for (int i = 0; i < C::kWords; i += 2)
+        acc[(i / 2) & 3] += Ops::ge(u[i], t2) + Ops::ge(u[i + 1], t2);
+      const uint32_t s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+      // s = a (2^16 - 1) - b 2^16 (mod 2^32) for a low and b high halves set (each < 2^15).
+      const uint32_t a = (0u - s) & 0xFFFFu;
+      int n = int(2u * a) - (int(s + a) >> 16);
+#pragma unroll
+      for (int o = 1; o < G; o *= 2) n += __shfl_xor_sync(kFullMask, n, o);
+      return n;
+    };
+
+    // The search: lo's count >= k, hi's (c_hi) < k, lo_f / hi_f their values.  Done: take every
+    // element >= tgt, then the first `need` equal to teq by index.
+    int lo = pair_key(mn), hi = pair_key(mx) + 1, c_hi = 0;
+    float lo_f = Ops::to_float(mn), hi_f = Ops::to_float(pair_bits(hi));
+    bool done = !ok;
+    uint32_t tgt = 0u, teq = 0u;
+    int need = 0;
+    for (int step = 0;; ++step) {
+      if (!done && hi - lo <= 1) {
+        done = true;
+        tgt = pair_bits(hi);
+        teq = pair_bits(lo);
+        need = k - c_hi;
+      }
+      if (!__any_sync(kFullMask, !done)) break;
+      // The key midpoint, or the value midpoint where it lies strictly inside (in value: then
+      // in key too).
+      uint32_t t = pair_bits((lo + hi) >> 1);
+      if (step < kPairValueSteps) {
+        const uint32_t vt = Ops::from_float(lo_f * 0.5f + hi_f * 0.5f);
+        const float vf = Ops::to_float(vt);
+        if (vf > lo_f && vf < hi_f) t = vt;
+      }
+      const int c = count_ge(t | (t << 16));
+      if (!done) {
+        const int tk = pair_key(t);
+        const float tf = Ops::to_float(t);
+        if (c == k) {
+          done = true;
+          tgt = t;
+        } else if (c > k) {
+          lo = tk;
+          lo_f = tf;
+        } else {
+          hi = tk;
+          hi_f = tf;
+          c_hi = c;
+        }
+      }
+    }
+
+    // Take masks, index order (bit i of chunk c: element 32 c + i of the lane).
+    uint32_t take[C::kChunks];
+    const uint32_t tgt2 = tgt | (tgt << 16);
+#pragma unroll
+    for (int c = 0; c < C::kChunks; ++c) {
+      uint32_t m = 0u;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) m |= Ops::ge(u[16 * c + i], tgt2) & (0x00010001u << i);
+      take[c] = ok ? m : 0u;
+    }
+    if (__any_sync(kFullMask, need > 0)) {
+      // Ties at the k-th value: the row's first `need` of them by index.
+      const uint32_t teq2 = teq | (teq << 16);
+      uint32_t eqm[C::kChunks];
+      int ne = 0;
+#pragma unroll
+      for (int c = 0; c < C::kChunks; ++c) {
+        uint32_t m = 0u;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) m |= Ops::eq(u[16 * c + i], teq2) & (0x00010001u << i);
+        eqm[c] = ok && need > 0 ? m : 0u;
+        ne += __popc(eqm[c]);
+      }
+      const int before = pair_group_exclusive<G>(ne, l);
+      int quota = min(max(need - before, 0), ne);
+#pragma unroll
+      for (int c = 0; c < C::kChunks; ++c) {
+        uint32_t m = eqm[c], kept = 0u;
+        while (quota > 0 && m) {
+          const uint32_t low = m & (0u - m);
+          kept |= low;
+          m ^= low;
+          --quota;
+        }
+        take[c] |= kept;
+      }
+    }
+    // Stage the columns in index order.
+    int tc = 0;
+#pragma unroll
+    for (int c = 0; c < C::kChunks; ++c) tc += __popc(take[c]);
+    int pos = pair_group_exclusive<G>(tc, l);
+    __syncwarp();  // (the previous block's flush / fallback read the staging)
+    uint16_t* const scol = sw.cols[g];
+#pragma unroll
+    for (int c = 0; c < C::kChunks; ++c) {
+      uint32_t m = take[c];
+      const int base = l * E + 32 * c;
+      while (m) {
+        scol[pos++] = uint16_t(base + __ffs(m) - 1);
+        m &= m - 1u;
+      }
+    }
+    const unsigned okmask = __ballot_sync(kFullMask, ok);
+    __syncwarp();
+    // Flush: the warp's rows' k outputs are contiguous, written coalesced.
+    scalar_t* const ov = out_values + r0 * k;
+    int64_t* const oi = out_indices + r0 * k;
+    const uint16_t* const raw = reinterpret_cast<const uint16_t*>(in + r0 * int64_t(cols));
+    // Four outputs a lane a trip, their loads issued before their stores (one L1 / L2 round trip
+    // a trip, not one an output).
+    const int total = nrows * k;
+    for (int e0 = 0; e0 < total; e0 += 128) {
+      int col[4], at[4];
+      uint16_t bits[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int e = e0 + 32 * j + lane;
+        const int gg = int((uint32_t(e) * inv_k) >> 20);
+        at[j] = e < total && (okmask >> (G * gg) & 1u) ? e : -1;
+        col[j] = at[j] >= 0 ? sw.cols[gg][e - gg * k] : 0;
+        bits[j] = at[j] >= 0 ? __ldg(raw + int64_t(gg) * cols + col[j]) : uint16_t(0);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if (at[j] >= 0) {
+          reinterpret_cast<uint16_t*>(ov)[at[j]] = bits[j];
+          oi[at[j]] = col[j];
+        }
+      }
+    }
+    // Rows with NaN or +-inf: the value kernel's row body.
+    unsigned left = ~okmask & (0xFFFFFFFFu / ((1u << G) - 1u));
+    left &= nrows == C::kRows ? ~0u : (1u << (G * nrows)) - 1u;
+    if (left) {
+      __syncwarp();
+      while (left) {
+        const int gg = (__ffs(left) - 1) / G;
+        left &= left - 1u;
+        const int64_t r = r0 + gg;
+        warp_value_row<scalar_t, C::kVpt, kLargest, false>(
+            in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f, sw.fb.val,
+            sw.fb.idx, sw.fb.ov, sw.fb.oi, sw.fb.sort);
+        __syncwarp();
+      }
+    }
+  }
+}
+
+// The kernel shape a launch takes: lanes a row G (elements a lane E = cols / G rounded up to a
+// shape), or 0: none.  Only 16-bit rows in whole 16-byte words, exact mode, index order (or
+// k = 1), k <= kStageK, a 16-byte aligned input.  pair_mode (torch.ops.rtopk._set_debug_pair_rows):
+// 1 wherever the shapes allow (193..256: G = 2, E = 128; 385..512: 4, 128; 513..768: 8, 96), 3 as
+// 1 with more lanes a row (193..256: 4, 64; 385..512: 8, 64), 2 never, 0 the measured dispatch.
+// Measured (H200, benchmarks/pair_modes.py, bf16 / fp16 randn, time against the lane / warp
+// kernels; notes v64): rows of 256 from 2^17 rows at k <= 32, G = 2: 0.66-0.77; G = 4 from 2^15
+// rows at k <= 96: 0.83-0.95 (G = 2 at k = 96: 0.99-1.10); k = 128 1.00-1.05 (G = 4) and 2^14
+// rows 0.90-1.45: not taken.  Rows of 512 from 2^15 rows, G = 4 at k <= 64: 0.63-0.86; G = 8 at
+// k = 96 / 128: 0.86-0.99; 2^14 rows 1.00-1.20: not taken.  Rows of 768, G = 8, every launch:
+// 0.61-0.92.  Other row lengths (257..448, 513..704) only when forced: not measured.
+constexpr int64_t kPairMinRows = int64_t(1) << 15;
+template <typename scalar_t>
+inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
+  if constexpr (sizeof(scalar_t) != 2) {
+    return 0;
+  } else {
+    const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
+    if (a.pair_mode == 2 || !exact || (a.sorted && a.k > 1) || a.k > kStageK || a.cols % 8 != 0 ||
+        reinterpret_cast<uintptr_t>(in) % 16 != 0)
+      return 0;
+    const bool forced = a.pair_mode == 1 || a.pair_mode == 3;
+    const bool wide = a.pair_mode == 3;
+    if (a.cols >= PairCfg<2, 128>::kMinCols && a.cols <= 256) {
+      if (forced) return wide ? 4 : 2;
+      // (k <= 8: the network kernel's, rtopk_net_rows.cuh, as before.)
+      if (a.rows < kPairMinRows || a.k <= 8 || a.k > 96) return 0;
+      return a.k <= 32 && a.rows >= (int64_t(1) << 17) ? 2 : 4;
+    }
+    if (a.cols >= PairCfg<4, 128>::kMinCols && a.cols <= 512) {
+      if (forced) return wide ? 8 : 4;
+      if (a.rows < kPairMinRows || a.cols < 449) return 0;
+      return a.k <= 64 ? 4 : 8;
+    }
+    if (a.cols >= PairCfg<8, 96>::kMinCols && a.cols <= 768) return forced || a.cols >= 705 ? 8 : 0;
+    return 0;
+  }
+}
+
+// The kernel's `level`: the widest group of V 16-byte words (V in 8, 4, 2, 1) of which a row
+// has at least k (the smallest group maximum then has k elements at or above it), else 0.
+inline int pair_level(int64_t cols, int64_t k, int G, int E) {
+  for (int V = 8; V >= 1; V /= 2) {
+    if (8 * V > E) continue;
+    int64_t groups = 0;
+    for (int l = 0; l < G; ++l) {
+      const int64_t n = std::min<int64_t>(std::max<int64_t>(cols - int64_t(l) * E, 0), E);
+      groups += (n / 8 + V - 1) / V;
+    }
+    if (groups >= k) return V;
+  }
+  return 0;
+}
+
+template <typename scalar_t, int G, int E>
+void launch_pair_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
+                        cudaStream_t stream) {
+  using C = PairCfg<G, E>;
+  const auto kernel =
+      a.largest ? pair_rows_kernel<scalar_t, G, E, true> : pair_rows_kernel<scalar_t, G, E, false>;
+  const int64_t warps = (a.rows + C::kRows - 1) / C::kRows;
+  const int64_t blocks = (warps + kPairBlockWarps - 1) / kPairBlockWarps;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7FFFFFFF));
+  kernel<<<grid, kPairBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
+                                                    static_cast<int>(a.k),
+                                                    pair_level(a.cols, a.k, G, E));
+}
+
+// Launches the shape pair_rows_shape chose (g: its lanes a row).
+template <typename scalar_t>
+void launch_pair_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a, int g,
+                      cudaStream_t stream) {
+  if (a.cols <= 256) {
+    g == 4 ? launch_pair_rows_g<scalar_t, 4, 64>(in, ov, oi, a, stream)
+           : launch_pair_rows_g<scalar_t, 2, 128>(in, ov, oi, a, stream);
+  } else if (a.cols <= 512) {
+    g == 8 ? launch_pair_rows_g<scalar_t, 8, 64>(in, ov, oi, a, stream)
+           : launch_pair_rows_g<scalar_t, 4, 128>(in, ov, oi, a, stream);
+  } else {
+    launch_pair_rows_g<scalar_t, 8, 96>(in, ov, oi, a, stream);
+  }
+}
+
+}  // namespace cuda_detail
+}  // namespace rtopk

@@ -1,0 +1,76 @@
+"""The packed-pair kernels (csrc/cuda/rtopk_pair_rows.cuh): exact top-k of float16 / bfloat16 rows of 193..256,
+385..512 and 513..768 elements in whole 16-byte words, in index order, searched on two values a 32-bit word (rows
+with NaN or +-inf go to the warp kernel's row body in the same launch).  Against the CPU backend bit for bit, with
+the kernels taken wherever the shapes allow (pair mode 1, ahead of the small-row kernels too), with more lanes a row
+(mode 3) and never (mode 2), every
+kind of row mixed in one launch, both directions, k from 1 to 128 (the ties' quota on both sides of a lane's
+share).  Skipped without CUDA."""
+
+import pytest
+import torch
+
+import rtopk
+from conftest import HAS_CUDA, MIXED_KINDS, TAIL_KINDS, bits
+from test_lane_rows import lane_rows
+
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
+
+DTYPES = [torch.float16, torch.bfloat16]
+# Whole 16-byte words: 256 / 512 / 768 the shapes' full rows; 200, 392, 520, 600, 744 padding (520 / 600: lanes
+# with no element at all); 232 / 480 the last lane partly real.
+LENGTHS = [200, 232, 256, 392, 480, 512, 520, 600, 744, 768]
+KINDS = MIXED_KINDS + TAIL_KINDS + ["coarse"]
+KS = [1, 2, 7, 16, 33, 64, 100, 128]
+
+
+@pytest.fixture
+def pair_mode():
+    """torch.ops.rtopk._set_debug_pair_rows for one test, back to the measured dispatch (0) after it."""
+    yield torch.ops.rtopk._set_debug_pair_rows
+    torch.ops.rtopk._set_debug_pair_rows(0)
+
+
+def rows_of_kinds(M, dtype, gen, per_kind=7):
+    x = torch.cat([lane_rows(kind, (per_kind, M), dtype, gen) for kind in KINDS])
+    return x[torch.randperm(x.shape[0], generator=gen)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("M", LENGTHS)
+def test_pair_rows_match_cpu(dtype, M, pair_mode):
+    gen = torch.Generator().manual_seed(1000 * M + DTYPES.index(dtype))
+    x = rows_of_kinds(M, dtype, gen)
+    xc = x.cpu()
+    for k in KS:
+        for largest in (True, False):
+            ref = rtopk.topk(xc, k, largest=largest, sorted=False)
+            for mode in (1, 3, 2):
+                pair_mode(mode)
+                got = rtopk.topk(x, k, largest=largest, sorted=False)
+                ctx = f"mode={mode} M={M} k={k} largest={largest} dtype={dtype}"
+                assert torch.equal(got[1].cpu(), ref[1]), ctx
+                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_pair_rows_many_rows(dtype, pair_mode):
+    """A launch of many rows (warps walk several blocks; the row count not a multiple of a warp's rows), randn and
+    coarse rows (ties at the k-th value), through the measured dispatch and forced."""
+    gen = torch.Generator().manual_seed(7 + DTYPES.index(dtype))
+    for M, k in ((256, 16), (512, 128), (768, 64)):
+        n = 2**16 + 5
+        x = torch.randn(n, M, generator=gen).to(dtype)
+        x[::3] = (torch.round(x[::3].double() * 8) / 8).to(dtype)
+        x = x.cuda()
+        ref = rtopk.topk(x.cpu(), k, sorted=False)
+        for mode in (0, 1, 3):
+            pair_mode(mode)
+            got = rtopk.rtopk(x, k)
+            ctx = f"mode={mode} M={M} k={k} dtype={dtype}"
+            assert torch.equal(got[1].cpu(), ref[1]), ctx
+            assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
+
+
+def test_pair_rows_mode_checked():
+    with pytest.raises(RuntimeError, match="mode must be 0"):
+        torch.ops.rtopk._set_debug_pair_rows(4)
