@@ -1,8 +1,31 @@
-set -o pipefail; L=$OUT; . scripts/build_env.sh
-t0=$(date +%s); rtopk_build $L/build.log; echo "build rc=$? $(( $(date +%s)-t0 ))s"
-grep -A2 "pair_rows_kernel" $L/build.log | grep -E "registers|spill" | sort | uniq -c | head -20
-timeout 150 python3 -m pytest tests/test_pair_rows.py -q -x -rfE > $L/tests.log 2>&1; echo "tests rc=$?"; tail -1 $L/tests.log; grep -E "^E " $L/tests.log | head -10
-cd benchmarks
-for dt in ${DTS:-bfloat16}; do
-timeout ${BT:-250} python3 pair_modes.py --rounds ${ROUNDS:-2} --dtype $dt --cells "${CELLS:-262144x256:16,64,128;1048576x256:16;262144x512:16,64,128;262144x768:16,64,128;16384x256:16;65536x512:32}" 2>&1 | tee $L/pair_$dt.md
+#!/usr/bin/env bash
+# One device call for the packed-pair kernels (notes v64): the extension (PREBUILT: a folder scripts/prebuild.sh
+# wrote for this tree, carried by the call; else built here), their tests and the 16-bit cases that reach them, the
+# results grids GD (scripts/card_grids.sh: JSON named as benchmarks/results/ holds them), then compute-sanitizer's
+# memcheck and racecheck over tests/test_sanitizer_subset.py::test_pair_rows.  Logs under $OUT.
+# Environment: TESTS (pytest arguments, word-split), TT seconds for them (150), GD (default "paper:bfloat16
+# paper:float16"), GT seconds a grid (165).
+set -uo pipefail
+L=${OUT:-$PWD/out}; mkdir -p "$L"; export PYTHONPATH=$PWD
+t0=$(date +%s)
+# shellcheck source=scripts/build_env.sh
+. scripts/build_env.sh
+rtopk_build "$L/build.log" "${PREBUILT:-}" || { tail -20 "$L/build.log"; exit 1; }
+echo "built: $(($(date +%s) - t0)) s"
+grep -A2 "pair_rows_kernel" "$L/build.log" | grep -E "registers|spill" | sort | uniq -c
+TESTS=${TESTS-tests/test_pair_rows.py tests/test_sanitizer_subset.py -k "not cpu"}
+if [ -n "$TESTS" ]; then
+  eval "timeout ${TT:-150} python3 -m pytest $TESTS -q -rfE" >"$L/tests.log" 2>&1
+  echo "tests rc=$? at $(($(date +%s) - t0)) s"; tail -1 "$L/tests.log"; grep -E "^(FAILED|ERROR)" "$L/tests.log" | head -5
+fi
+if [ -n "${GD-paper:bfloat16 paper:float16}" ]; then
+  OUT=$L GD="${GD-paper:bfloat16 paper:float16}" GT=${GT:-165} SLOW="" PREBUILT=${PREBUILT:-} bash scripts/card_grids.sh \
+    2>&1 | grep -v "^card\|^built"
+fi
+for tool in memcheck racecheck; do
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
+    python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider -k "pair_rows and bfloat16" \
+    >"$L/sanitizer_$tool.log" 2>&1
+  echo "$tool rc=$? at $(($(date +%s) - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" \
+    "$L/sanitizer_$tool.log" | tr '\n' ' ')"
 done

@@ -1,10 +1,10 @@
 """The packed-pair kernels (csrc/cuda/rtopk_pair_rows.cuh): exact top-k of float16 / bfloat16 rows of 193..256,
 385..512 and 513..768 elements in whole 16-byte words, in index order, searched on two values a 32-bit word (rows
-with NaN or +-inf go to the warp kernel's row body in the same launch).  Against the CPU backend bit for bit, with
+with NaN or +inf go to the warp kernel's row body in the same launch).  Against the CPU backend bit for bit, with
 the kernels taken wherever the shapes allow (pair mode 1, ahead of the small-row kernels too), with more lanes a row
-(mode 3) and never (mode 2), every
-kind of row mixed in one launch, both directions, k from 1 to 128 (the ties' quota on both sides of a lane's
-share).  Skipped without CUDA."""
+(mode 3) and never (mode 2), every kind of row mixed in one launch, both directions, k from 1 to 128 (the bracket's
+low end from each group width and from the row minimum; the ties' quota on both sides of a lane's share).  The
+kernel tests are skipped without CUDA."""
 
 import pytest
 import torch
@@ -13,7 +13,7 @@ import rtopk
 from conftest import HAS_CUDA, MIXED_KINDS, TAIL_KINDS, bits
 from test_lane_rows import lane_rows
 
-pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
+needs_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA device")
 
 DTYPES = [torch.float16, torch.bfloat16]
 # Whole 16-byte words: 256 / 512 / 768 the shapes' full rows; 200, 392, 520, 600, 744 padding (520 / 600: lanes
@@ -35,6 +35,7 @@ def rows_of_kinds(M, dtype, gen, per_kind=7):
     return x[torch.randperm(x.shape[0], generator=gen)]
 
 
+@needs_cuda
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", LENGTHS)
 def test_pair_rows_match_cpu(dtype, M, pair_mode):
@@ -52,6 +53,7 @@ def test_pair_rows_match_cpu(dtype, M, pair_mode):
                 assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
 
 
+@needs_cuda
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_pair_rows_many_rows(dtype, pair_mode):
     """A launch of many rows (warps walk several blocks; the row count not a multiple of a warp's rows), randn and
@@ -72,5 +74,6 @@ def test_pair_rows_many_rows(dtype, pair_mode):
 
 
 def test_pair_rows_mode_checked():
+    """The tuning hook names its modes (any backend: it only sets the CUDA dispatch's mode)."""
     with pytest.raises(RuntimeError, match="mode must be 0"):
         torch.ops.rtopk._set_debug_pair_rows(4)

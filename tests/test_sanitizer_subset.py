@@ -123,6 +123,25 @@ def test_lane_rows(dtype):
                     same_as_cpu(x, k, rows, largest=largest, sorted=sort)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_pair_rows(dtype):
+    """The packed-pair kernels, forced (pair modes 1 and 3: every shape): rows of 232, 256, 480, 520 (lanes with no
+    element) and 768; randn, ties (the quota), -inf (the fast path) and NaN rows (the fallback) in one launch of 13
+    rows; k = 7 / 40 / 128, both directions."""
+    gen = torch.Generator().manual_seed(19)
+    try:
+        for mode in (1, 3):
+            torch.ops.rtopk._set_debug_pair_rows(mode)
+            for M in (232, 256, 480, 520, 768):
+                kinds = [make_rows(kind, (13, M), dtype, "cpu", gen) for kind in ("randn", "ties", "neg_inf_heavy", "nan")]
+                x = torch.stack([kinds[r % 4][r] for r in range(13)])
+                for k in (7, 40, 128):
+                    for largest in (True, False):
+                        same_as_cpu(x, k, largest=largest, sorted=False)
+    finally:
+        torch.ops.rtopk._set_debug_pair_rows(0)
+
+
 def test_block_rows_early_float32_20000():
     """Early stopping on rows of 20000 with 4+ rows a SM: the block kernel with its rows cached in dynamic shared
     memory (fewer rows take the segments of split_early_rows, test_paths' (2, 20000))."""
