@@ -11,7 +11,7 @@
 //           [l E, l E + E)); the k smallest as the k largest of -x (the sign bits flipped);
 //           each 32-element chunk's words re-paired so that word i holds elements i and 16 + i:
 //           the masks below then come out in index order;
-//   search: min / max (NaN-propagating; a row with NaN or +-inf goes to the fallback), then a
+//   search: min / max (NaN-propagating: a row with NaN or +inf takes them out first), then a
 //           bisection over [min, max] in which every threshold is a 16-bit value: the count of
 //           elements >= t decides; exactly k ends it (take every element >= t), else the bracket
 //           [lo, hi) shrinks until its keys are adjacent (the k-th value is lo: take every
@@ -21,8 +21,10 @@
 //   emit:   a mask a chunk (one set.ge and one LOP3 a word), the ties' masks trimmed to their
 //           quota, the columns staged in index order, then flushed coalesced, the values re-read
 //           from the row (L1 / L2).
-// Rows with NaN or +-inf are left to the value kernel's row body (warp_value_row) after the
-// flush, in the same launch.  Exact mode, index order, k <= kStageK only; the answer is the one
+// NaN and +inf (directed) are taken ahead of the search when fewer than k (NaN for the k smallest
+// set below every value); the rows where they are not (or whose k-th value is -inf tied with such
+// a NaN) are left to the value kernel's row body (warp_value_row) after the flush, in the same
+// launch.  Exact mode, index order, k <= kStageK only; the answer is the one
 // every backend gives (the k largest, equal values by index; -0.0 and +0.0 equal).
 #pragma once
 
@@ -68,6 +70,16 @@ struct PairOps<__nv_bfloat16> {
                                                                                  : 0u);
 #endif
   }
+  __device__ __forceinline__ static uint32_t nan(uint32_t a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t d;
+    asm("set.nan.u32.bf16x2 %0, %1, %1;" : "=r"(d) : "r"(a));
+    return d;
+#else
+    const float lo = __uint_as_float(a << 16), hi = __uint_as_float(a & 0xFFFF0000u);
+    return (lo != lo ? 0xFFFFu : 0u) | (hi != hi ? 0xFFFF0000u : 0u);
+#endif
+  }
   __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
     uint32_t d;
     asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
@@ -95,6 +107,11 @@ struct PairOps<__half> {
   __device__ __forceinline__ static uint32_t eq(uint32_t a, uint32_t b) {
     uint32_t d;
     asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ __forceinline__ static uint32_t nan(uint32_t a) {
+    uint32_t d;
+    asm("set.nan.u32.f16x2 %0, %1, %1;" : "=r"(d) : "r"(a));
     return d;
   }
   __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
@@ -177,9 +194,10 @@ struct PairSmem {
   };
 };
 
-// Warps an SM: the registers a lane's words leave (E = 96, 128: 20 warps; 64: 32).
+// Warps an SM: the registers a lane's words leave (E = 96, 128: 20 warps; 64: 24, where 32 spilled
+// 16-72 bytes once the odd rows' path was in).
 template <int E>
-constexpr int kPairMinBlocks = (E >= 96 ? 20 : 32) / kPairBlockWarps;
+constexpr int kPairMinBlocks = (E >= 96 ? 20 : 24) / kPairBlockWarps;
 
 template <typename scalar_t, int G, int E, bool kLargest>
 __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
@@ -284,7 +302,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     mx &= 0xFFFFu;
     mn &= 0xFFFFu;
     if (mx == 0x8000u) mx = 0u;  // -0.0 as +0.0: nothing is >= the value past it
-    const bool ok = live && (mx & Ops::kExp) != Ops::kExp;
+    // A row whose maximum is NaN, +inf or -inf (odd): handled after the re-pairing below.
+    const bool odd = live && (mx & Ops::kExp) == Ops::kExp;
+    bool ok = live;
     // Re-pair each chunk: word i of a chunk holds its elements i (low half) and 16 + i (high).
     uint32_t u[C::kWords];
 #pragma unroll
@@ -293,6 +313,54 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       for (int i = 0; i < 16; ++i)
         u[16 * c + i] =
             __byte_perm(w[16 * c + i / 2], w[16 * c + 8 + i / 2], (i & 1) ? 0x7632 : 0x5410);
+
+    // Odd rows: the elements that rank above every finite value (NaN and +inf for the k largest,
+    // +inf -- the input's -inf -- for the k smallest) are taken outright (spm, a chunk's bits) and
+    // set to -inf in the registers, as NaN is for the k smallest (it ranks last); the search then
+    // looks for kk = k less them over the rest (a row with more of them than k, or whose k-th
+    // value is a -inf tied with such a NaN, goes to the fallback).  A warp without odd rows
+    // skips all this.
+    uint32_t spm[C::kChunks];
+#pragma unroll
+    for (int c = 0; c < C::kChunks; ++c) spm[c] = 0u;
+    int kk = k;
+    bool nan_low = false;  // (the k smallest) NaN in the row, now -inf
+    if (__any_sync(kFullMask, odd)) {
+      uint32_t mx2 = kNegInf2, mn2 = kPosInf2, nans = 0u;
+      int ns = 0;
+#pragma unroll
+      for (int c = 0; c < C::kChunks; ++c) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          uint32_t& x = u[16 * c + i];
+          const uint32_t nanm = Ops::nan(x), infm = Ops::eq(x, kPosInf2);
+          const uint32_t bad = odd ? nanm | infm : 0u;
+          spm[c] |= (kLargest ? bad : infm & bad) & (0x00010001u << i);
+          nans |= nanm & bad;
+          x = (x & ~bad) | (kNegInf2 & bad);
+          mx2 = Ops::max(mx2, x);
+          mn2 = Ops::min(mn2, x);  // (padding is -inf too: a bracket from -inf is still one)
+        }
+        ns += __popc(spm[c]);
+      }
+      mx2 = Ops::max(mx2, __byte_perm(mx2, 0, 0x1032));
+      mn2 = Ops::min(mn2, __byte_perm(mn2, 0, 0x1032));
+#pragma unroll
+      for (int o = 1; o < G; o *= 2) {
+        mx2 = Ops::max(mx2, __shfl_xor_sync(kFullMask, mx2, o));
+        mn2 = Ops::min(mn2, __shfl_xor_sync(kFullMask, mn2, o));
+        ns += __shfl_xor_sync(kFullMask, ns, o);
+        nans |= __shfl_xor_sync(kFullMask, nans, o);
+      }
+      if (odd) {
+        mx = mx2 & 0xFFFFu;
+        mn = mn2 & 0xFFFFu;
+        if (mx == 0x8000u) mx = 0u;
+        kk = k - ns;
+        ok = kk >= 0;
+        nan_low = !kLargest && nans != 0u;
+      }
+    }
 
     // Elements >= t (t2: t in both halves) of the row.
     const auto count_ge = [&](uint32_t t2) {
@@ -321,7 +389,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         done = true;
         tgt = pair_bits(hi);
         teq = pair_bits(lo);
-        need = k - c_hi;
+        need = kk - c_hi;
       }
       if (!__any_sync(kFullMask, !done)) break;
       // The key midpoint, or the value midpoint where it lies strictly inside (in value: then
@@ -336,10 +404,10 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       if (!done) {
         const int tk = pair_key(t);
         const float tf = Ops::to_float(t);
-        if (c == k) {
+        if (c == kk) {
           done = true;
           tgt = t;
-        } else if (c > k) {
+        } else if (c > kk) {
           lo = tk;
           lo_f = tf;
         } else {
@@ -350,6 +418,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       }
     }
 
+    // (The k smallest) a k-th value of -inf tied with the NaN set to -inf: the fallback's.
+    if (nan_low && need > 0 && teq == (0x8000u | Ops::kExp)) ok = false;
+
     // Take masks, index order (bit i of chunk c: element 32 c + i of the lane).
     uint32_t take[C::kChunks];
     const uint32_t tgt2 = tgt | (tgt << 16);
@@ -358,7 +429,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       uint32_t m = 0u;
 #pragma unroll
       for (int i = 0; i < 16; ++i) m |= Ops::ge(u[16 * c + i], tgt2) & (0x00010001u << i);
-      take[c] = ok ? m : 0u;
+      take[c] = ok ? m | spm[c] : 0u;
     }
     if (__any_sync(kFullMask, need > 0)) {
       // Ties at the k-th value: the row's first `need` of them by index.
@@ -370,7 +441,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         uint32_t m = 0u;
 #pragma unroll
         for (int i = 0; i < 16; ++i) m |= Ops::eq(u[16 * c + i], teq2) & (0x00010001u << i);
-        eqm[c] = ok && need > 0 ? m : 0u;
+        eqm[c] = ok && need > 0 ? m & ~spm[c] : 0u;
         ne += __popc(eqm[c]);
       }
       const int before = pair_group_exclusive<G>(ne, l);
@@ -431,7 +502,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         }
       }
     }
-    // Rows with NaN or +-inf: the value kernel's row body.
+    // The rows left (more NaN / +inf than k, a -inf k-th value tied with NaN): the value kernel's
+    // row body.
     unsigned left = ~okmask & (0xFFFFFFFFu / ((1u << G) - 1u));
     left &= nrows == C::kRows ? ~0u : (1u << (G * nrows)) - 1u;
     if (left) {
