@@ -21,7 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CUDA_INCLUDE = os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "include")
 EMU_TOOLS = shutil.which("g++") is not None and os.path.exists(os.path.join(CUDA_INCLUDE, "cuda_fp16.h"))
 EMU_WANTED = not HAS_CUDA or os.environ.get("RTOPK_EMU", "0") == "1"
-EMU_MODULES = {"test_lane_emu": "lane_emu", "test_small_emu": "small_emu", "test_emu_selfcheck": "emu_selfcheck"}
+EMU_MODULES = {"test_lane_emu": "lane_emu", "test_small_emu": "small_emu", "test_emu_selfcheck": "emu_selfcheck",
+               "test_pair_emu": "pair_emu"}
 
 
 class _EmuBuilds:

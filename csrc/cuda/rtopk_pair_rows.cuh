@@ -40,6 +40,38 @@
 namespace rtopk {
 namespace cuda_detail {
 
+// Per-half fallbacks of the packed ops, in floats: bf16 set before sm_90, and everything outside
+// device code (tests/emu runs this kernel on the CPU).  max / min propagate NaN, +0 above -0.
+template <typename F>
+__host__ __device__ __forceinline__ uint32_t pair_halves_cmp(uint32_t a, uint32_t b, F to_float,
+                                                             int op) {
+  uint32_t d = 0u;
+  for (int h = 0; h < 2; ++h) {
+    const float x = to_float((a >> (16 * h)) & 0xFFFFu), y = to_float((b >> (16 * h)) & 0xFFFFu);
+    const bool r = op == 0 ? x >= y : op == 1 ? x == y : x != x;
+    d |= r ? 0xFFFFu << (16 * h) : 0u;
+  }
+  return d;
+}
+template <typename F>
+__host__ __device__ __forceinline__ uint32_t pair_halves_minmax(uint32_t a, uint32_t b, F to_float,
+                                                                bool is_max) {
+  uint32_t d = 0u;
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t ha = (a >> (16 * h)) & 0xFFFFu, hb = (b >> (16 * h)) & 0xFFFFu;
+    const float x = to_float(ha), y = to_float(hb);
+    uint32_t r;
+    if (x != x || y != y)
+      r = 0x7FFFu;
+    else if (x == y)
+      r = is_max ? (ha & hb) : (ha | hb);  // (zeros: +0 the larger)
+    else
+      r = (x > y) == is_max ? ha : hb;
+    d |= r << (16 * h);
+  }
+  return d;
+}
+
 // Two 16-bit values a 32-bit word.  ge / eq: 0xFFFF in each half where the compare holds.
 template <typename scalar_t>
 struct PairOps;
@@ -76,19 +108,29 @@ struct PairOps<__nv_bfloat16> {
     asm("set.nan.u32.bf16x2 %0, %1, %1;" : "=r"(d) : "r"(a));
     return d;
 #else
-    const float lo = __uint_as_float(a << 16), hi = __uint_as_float(a & 0xFFFF0000u);
-    return (lo != lo ? 0xFFFFu : 0u) | (hi != hi ? 0xFFFF0000u : 0u);
+    return pair_halves_cmp(
+        a, a, [](uint32_t h) { return to_float(h); }, 2);
 #endif
   }
   __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return pair_halves_minmax(
+        a, b, [](uint32_t h) { return to_float(h); }, true);
+#endif
   }
   __device__ __forceinline__ static uint32_t min(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return pair_halves_minmax(
+        a, b, [](uint32_t h) { return to_float(h); }, false);
+#endif
   }
   __device__ __forceinline__ static float to_float(uint32_t h) { return __uint_as_float(h << 16); }
   __device__ __forceinline__ static uint32_t from_float(float f) {
@@ -100,29 +142,54 @@ template <>
 struct PairOps<__half> {
   static constexpr uint32_t kExp = 0x7C00u;
   __device__ __forceinline__ static uint32_t ge(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return pair_halves_cmp(
+        a, b, [](uint32_t h) { return to_float(h); }, 0);
+#endif
   }
   __device__ __forceinline__ static uint32_t eq(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return pair_halves_cmp(
+        a, b, [](uint32_t h) { return to_float(h); }, 1);
+#endif
   }
   __device__ __forceinline__ static uint32_t nan(uint32_t a) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("set.nan.u32.f16x2 %0, %1, %1;" : "=r"(d) : "r"(a));
     return d;
+#else
+    return pair_halves_cmp(
+        a, a, [](uint32_t h) { return to_float(h); }, 2);
+#endif
   }
   __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return pair_halves_minmax(
+        a, b, [](uint32_t h) { return to_float(h); }, true);
+#endif
   }
   __device__ __forceinline__ static uint32_t min(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
     uint32_t d;
     asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
+#else
+    return pair_halves_minmax(
+        a, b, [](uint32_t h) { return to_float(h); }, false);
+#endif
   }
   __device__ __forceinline__ static float to_float(uint32_t h) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
@@ -512,6 +579,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         const int gg = (__ffs(left) - 1) / G;
         left &= left - 1u;
         const int64_t r = r0 + gg;
+#if defined(RTOPK_WARP_EMU)
+        if (lane == 0) rtopk_emu_note_fallback();
+#endif
         warp_value_row<scalar_t, C::kVpt, kLargest, false>(
             in + r * cols, out_values + r * k, out_indices + r * k, cols, k, -1, 0.f, sw.fb.val,
             sw.fb.idx, sw.fb.ov, sw.fb.oi, sw.fb.sort);
@@ -575,6 +645,7 @@ inline int pair_level(int64_t cols, int64_t k, int G, int E) {
   return 0;
 }
 
+#ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 template <typename scalar_t, int G, int E>
 void launch_pair_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                         cudaStream_t stream) {
@@ -603,6 +674,8 @@ void launch_pair_rows(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLa
     launch_pair_rows_g<scalar_t, 8, 96>(in, ov, oi, a, stream);
   }
 }
+
+#endif  // RTOPK_WARP_EMU
 
 }  // namespace cuda_detail
 }  // namespace rtopk

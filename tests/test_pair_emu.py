@@ -1,0 +1,69 @@
+"""The packed-pair kernel (csrc/cuda/rtopk_pair_rows.cuh) on the CPU through the warp emulator (tests/emu/pair_emu.cpp):
+every shape (two lanes a row and 128 elements a lane, four and 64 or 128, eight and 64 or 96), float16 and bfloat16,
+largest and smallest, against the plain-torch reference bit for bit.  Each run holds one row of every kind side by side
+(NaN, +-inf, ties, equal rows, signed zeros, heavy tails, ...) and randn rows to fill, so that rows of different kinds
+share a warp, a last warp with fewer rows than it holds, and a grid smaller than the warps (blocks loop); k across the
+bracket's every low end (group maxima of 8 words down to 1, the row minimum) and the ties' quota.  Rows leave the
+kernel for its fallback only with more NaN / +inf than k (or a -inf k-th value tied with NaN, the k smallest).  Runs
+where g++ and the CUDA headers are found and no GPU is (RTOPK_EMU=1: also with one)."""
+
+import subprocess
+
+import pytest
+import torch
+
+import rtopk
+from conftest import EMU_BUILDS, EMU_TOOLS, EMU_WANTED, MIXED_KINDS, TAIL_KINDS, bits, make_rows
+
+pytestmark = [
+    pytest.mark.skipif(not EMU_TOOLS, reason="needs g++ and the CUDA headers"),
+    pytest.mark.skipif(not EMU_WANTED, reason="a GPU is present (RTOPK_EMU=1 runs the emulator anyway)"),
+]
+
+DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16"}
+# (lanes a row, elements a lane, row lengths): full rows, padding, lanes with no element at all (each length
+# at least the shape's kMinCols: the fallback row body needs the row's own slot level).
+SHAPES = [(2, 128, (256, 200)), (4, 64, (256, 232)), (4, 128, (512, 392, 400)), (8, 64, (512, 480)),
+          (8, 96, (768, 520, 744))]
+CASES = [(g, e, m) for g, e, ms in SHAPES for m in ms]
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    return EMU_BUILDS.get("pair_emu")
+
+
+def emu_run(exe, tmp, x, k, g, e, largest, grid):
+    rows, cols = x.shape
+    paths = [str(tmp / n) for n in ("in.bin", "ov.bin", "oi.bin")]
+    x.contiguous().view(torch.int16).numpy().tofile(paths[0])
+    args = [DTYPES[x.dtype], g, e, int(largest), rows, cols, k, grid]
+    run = subprocess.run([exe] + [str(a) for a in args] + paths, capture_output=True, text=True)
+    assert run.returncode == 0, f"emulator failed: {run.stderr}"
+    ov = torch.from_file(paths[1], size=rows * k, dtype=torch.int16).view(x.dtype).reshape(rows, k)
+    oi = torch.from_file(paths[2], size=rows * k, dtype=torch.int64).reshape(rows, k)
+    name, _, value = run.stdout.strip().partition(" ")
+    assert name == "fallback_rows", run.stdout
+    return ov, oi, int(value)
+
+
+@pytest.mark.parametrize("g,e,M", CASES, ids=[f"G{g}_E{e}_M{m}" for g, e, m in CASES])
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+def test_pair_kernel_emulated(emulator, tmp_path, dtype, g, e, M):
+    gen = torch.Generator().manual_seed(M * 11 + g + e + list(DTYPES).index(dtype))
+    kinds = MIXED_KINDS + TAIL_KINDS
+    x = torch.cat([make_rows(kind, (1, M), dtype, "cpu", gen) for kind in kinds])
+    rows = 3 * (32 // g) + 1  # a last warp of one row
+    x = torch.cat([x, make_rows("randn", (max(rows - x.shape[0], 3), M), dtype, "cpu", gen)])
+    x = x[torch.randperm(x.shape[0], generator=gen)].contiguous()
+    special = (torch.isnan(x) | torch.isinf(x)).sum(-1)
+    for k in (1, 3, 9, 17, 33, 64, 100, 128):
+        for largest in (True, False):
+            ctx = f"G={g} E={e} M={M} k={k} largest={largest} dtype={dtype}"
+            ov, oi, fallback = emu_run(emulator, tmp_path, x, k, g, e, largest, grid=2)
+            rv, ri = rtopk.topk_ref(x, k, -1, largest, False)
+            bad = (oi != ri).any(-1).nonzero().flatten().tolist()
+            assert not bad, f"indices differ from reference in rows {bad[:8]}: {ctx}"
+            assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
+            # Only rows with more NaN / +-inf than k can leave the kernel.
+            assert fallback <= int((special > 0).sum()), f"{fallback} rows fell back: {ctx}"
