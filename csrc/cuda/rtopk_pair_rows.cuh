@@ -314,8 +314,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       w[4 * v + 3] = q.w;
     }
     // Each 16-byte word's maximum (NaN-propagating, both halves) and the row's: a row with NaN
-    // or +inf (directed) goes to the fallback; -inf needs nothing of its own (its key is the
-    // lowest, and a threshold is never -inf).
+    // or +inf (directed) takes the odd rows' path below; -inf needs nothing of its own (its key
+    // is the lowest, and a threshold is never -inf).
     uint32_t vmax[C::kVecs];
     uint32_t mx = kNegInf2;
 #pragma unroll
