@@ -135,6 +135,18 @@ __device__ __forceinline__ void prefetch_l2(const void* p, int64_t bytes) {
 #endif
 }
 
+// Inclusive sum over a row's G lanes (l: the lane's place in its group of G; the lane and pair
+// kernels' rows).
+template <int G>
+__device__ __forceinline__ int lane_group_inclusive(int v, int l) {
+#pragma unroll
+  for (int o = 1; o < G; o *= 2) {
+    const int t = __shfl_up_sync(kFullMask, v, o, G);
+    v += l >= o ? t : 0;
+  }
+  return v;
+}
+
 // Butterfly reduction: every lane ends with the result.
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {

@@ -213,17 +213,6 @@ struct LaneFallback {
   static_assert(kSortAt + 2 * B::kSortSlots <= kLaneStageWords, "fallback fits");
 };
 
-// Inclusive sum over the row's G lanes (l: the lane's place in its group).
-template <int G>
-__device__ __forceinline__ int lane_group_inclusive(int v, int l) {
-#pragma unroll
-  for (int o = 1; o < G; o *= 2) {
-    const int t = __shfl_up_sync(kFullMask, v, o, G);
-    v += l >= o ? t : 0;
-  }
-  return v;
-}
-
 // The 16-bit element of a raw half-word.
 template <typename scalar_t>
 __device__ __forceinline__ float lane_half_bits(uint32_t bits) {

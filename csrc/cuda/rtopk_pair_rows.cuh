@@ -42,24 +42,24 @@ namespace cuda_detail {
 
 // Per-half fallbacks of the packed ops, in floats: bf16 set before sm_90, and everything outside
 // device code (tests/emu runs this kernel on the CPU).  max / min propagate NaN, +0 above -0.
-template <typename F>
-__host__ __device__ __forceinline__ uint32_t pair_halves_cmp(uint32_t a, uint32_t b, F to_float,
-                                                             int op) {
+// (op: 0 ge, 1 eq, 2 NaN; Ops::to_float reads a half.)
+template <typename Ops>
+__device__ __forceinline__ uint32_t pair_halves_cmp(uint32_t a, uint32_t b, int op) {
   uint32_t d = 0u;
   for (int h = 0; h < 2; ++h) {
-    const float x = to_float((a >> (16 * h)) & 0xFFFFu), y = to_float((b >> (16 * h)) & 0xFFFFu);
+    const float x = Ops::to_float((a >> (16 * h)) & 0xFFFFu);
+    const float y = Ops::to_float((b >> (16 * h)) & 0xFFFFu);
     const bool r = op == 0 ? x >= y : op == 1 ? x == y : x != x;
     d |= r ? 0xFFFFu << (16 * h) : 0u;
   }
   return d;
 }
-template <typename F>
-__host__ __device__ __forceinline__ uint32_t pair_halves_minmax(uint32_t a, uint32_t b, F to_float,
-                                                                bool is_max) {
+template <typename Ops>
+__device__ __forceinline__ uint32_t pair_halves_minmax(uint32_t a, uint32_t b, bool is_max) {
   uint32_t d = 0u;
   for (int h = 0; h < 2; ++h) {
     const uint32_t ha = (a >> (16 * h)) & 0xFFFFu, hb = (b >> (16 * h)) & 0xFFFFu;
-    const float x = to_float(ha), y = to_float(hb);
+    const float x = Ops::to_float(ha), y = Ops::to_float(hb);
     uint32_t r;
     if (x != x || y != y)
       r = 0x7FFFu;
@@ -86,9 +86,7 @@ struct PairOps<__nv_bfloat16> {
     asm("set.ge.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return (__uint_as_float(a << 16) >= __uint_as_float(b << 16) ? 0xFFFFu : 0u) |
-           (__uint_as_float(a & 0xFFFF0000u) >= __uint_as_float(b & 0xFFFF0000u) ? 0xFFFF0000u
-                                                                                 : 0u);
+    return pair_halves_cmp<PairOps>(a, b, 0);
 #endif
   }
   __device__ __forceinline__ static uint32_t eq(uint32_t a, uint32_t b) {
@@ -97,9 +95,7 @@ struct PairOps<__nv_bfloat16> {
     asm("set.eq.u32.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return (__uint_as_float(a << 16) == __uint_as_float(b << 16) ? 0xFFFFu : 0u) |
-           (__uint_as_float(a & 0xFFFF0000u) == __uint_as_float(b & 0xFFFF0000u) ? 0xFFFF0000u
-                                                                                 : 0u);
+    return pair_halves_cmp<PairOps>(a, b, 1);
 #endif
   }
   __device__ __forceinline__ static uint32_t nan(uint32_t a) {
@@ -108,8 +104,7 @@ struct PairOps<__nv_bfloat16> {
     asm("set.nan.u32.bf16x2 %0, %1, %1;" : "=r"(d) : "r"(a));
     return d;
 #else
-    return pair_halves_cmp(
-        a, a, [](uint32_t h) { return to_float(h); }, 2);
+    return pair_halves_cmp<PairOps>(a, a, 2);
 #endif
   }
   __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
@@ -118,8 +113,7 @@ struct PairOps<__nv_bfloat16> {
     asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return pair_halves_minmax(
-        a, b, [](uint32_t h) { return to_float(h); }, true);
+    return pair_halves_minmax<PairOps>(a, b, true);
 #endif
   }
   __device__ __forceinline__ static uint32_t min(uint32_t a, uint32_t b) {
@@ -128,8 +122,7 @@ struct PairOps<__nv_bfloat16> {
     asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return pair_halves_minmax(
-        a, b, [](uint32_t h) { return to_float(h); }, false);
+    return pair_halves_minmax<PairOps>(a, b, false);
 #endif
   }
   __device__ __forceinline__ static float to_float(uint32_t h) { return __uint_as_float(h << 16); }
@@ -147,8 +140,7 @@ struct PairOps<__half> {
     asm("set.ge.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return pair_halves_cmp(
-        a, b, [](uint32_t h) { return to_float(h); }, 0);
+    return pair_halves_cmp<PairOps>(a, b, 0);
 #endif
   }
   __device__ __forceinline__ static uint32_t eq(uint32_t a, uint32_t b) {
@@ -157,8 +149,7 @@ struct PairOps<__half> {
     asm("set.eq.u32.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return pair_halves_cmp(
-        a, b, [](uint32_t h) { return to_float(h); }, 1);
+    return pair_halves_cmp<PairOps>(a, b, 1);
 #endif
   }
   __device__ __forceinline__ static uint32_t nan(uint32_t a) {
@@ -167,8 +158,7 @@ struct PairOps<__half> {
     asm("set.nan.u32.f16x2 %0, %1, %1;" : "=r"(d) : "r"(a));
     return d;
 #else
-    return pair_halves_cmp(
-        a, a, [](uint32_t h) { return to_float(h); }, 2);
+    return pair_halves_cmp<PairOps>(a, a, 2);
 #endif
   }
   __device__ __forceinline__ static uint32_t max(uint32_t a, uint32_t b) {
@@ -177,8 +167,7 @@ struct PairOps<__half> {
     asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return pair_halves_minmax(
-        a, b, [](uint32_t h) { return to_float(h); }, true);
+    return pair_halves_minmax<PairOps>(a, b, true);
 #endif
   }
   __device__ __forceinline__ static uint32_t min(uint32_t a, uint32_t b) {
@@ -187,8 +176,7 @@ struct PairOps<__half> {
     asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
 #else
-    return pair_halves_minmax(
-        a, b, [](uint32_t h) { return to_float(h); }, false);
+    return pair_halves_minmax<PairOps>(a, b, false);
 #endif
   }
   __device__ __forceinline__ static float to_float(uint32_t h) {
@@ -207,18 +195,6 @@ __device__ __forceinline__ int pair_key(uint32_t b) {
 }
 __device__ __forceinline__ uint32_t pair_bits(int key) {
   return uint32_t(key) ^ ((key & 0x8000) ? 0x8000u : 0xFFFFu);
-}
-
-// Exclusive sum over the row's G lanes (l: the lane's place in its group).
-template <int G>
-__device__ __forceinline__ int pair_group_exclusive(int v, int l) {
-  int s = v;
-#pragma unroll
-  for (int o = 1; o < G; o *= 2) {
-    const int t = __shfl_up_sync(kFullMask, s, o, G);
-    s += l >= o ? t : 0;
-  }
-  return s - v;
 }
 
 // A row's shape: G lanes a row, E elements a lane (a multiple of 32: whole mask words).
@@ -511,7 +487,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         eqm[c] = ok && need > 0 ? m & ~spm[c] : 0u;
         ne += __popc(eqm[c]);
       }
-      const int before = pair_group_exclusive<G>(ne, l);
+      const int before = lane_group_inclusive<G>(ne, l) - ne;
       int quota = min(max(need - before, 0), ne);
 #pragma unroll
       for (int c = 0; c < C::kChunks; ++c) {
@@ -529,7 +505,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     int tc = 0;
 #pragma unroll
     for (int c = 0; c < C::kChunks; ++c) tc += __popc(take[c]);
-    int pos = pair_group_exclusive<G>(tc, l);
+    int pos = lane_group_inclusive<G>(tc, l) - tc;
     __syncwarp();  // (the previous block's flush / fallback read the staging)
     uint16_t* const scol = sw.cols[g];
 #pragma unroll
