@@ -22,9 +22,10 @@
 //           quota, the columns staged in index order, then flushed coalesced, the values re-read
 //           from the row (L1 / L2).
 // NaN and +inf (directed) are taken ahead of the search when fewer than k (NaN for the k smallest
-// set below every value); the rows where they are not (or whose k-th value is -inf tied with such
-// a NaN) are left to the value kernel's row body (warp_value_row) after the flush, in the same
-// launch.  Exact mode, index order, k <= kStageK only; the answer is the one
+// set below every value), and the first k of them by rank and index, with no search, when more;
+// a row whose k-th value is -inf tied with such a NaN is left to the value kernel's row body
+// (warp_value_row) after the flush, in the same launch.  Exact mode, index order, k <= kStageK
+// only; the answer is the one
 // every backend gives (the k largest, equal values by index; -0.0 and +0.0 equal).
 #pragma once
 
@@ -357,34 +358,40 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         u[16 * c + i] =
             __byte_perm(w[16 * c + i / 2], w[16 * c + 8 + i / 2], (i & 1) ? 0x7632 : 0x5410);
 
-    // Odd rows: the elements that rank above every finite value (NaN and +inf for the k largest,
+    // Odd rows: the elements that rank above every finite value (NaN and +inf for the k largest;
     // +inf -- the input's -inf -- for the k smallest) are taken outright (spm, a chunk's bits) and
     // set to -inf in the registers, as NaN is for the k smallest (it ranks last); the search then
-    // looks for kk = k less them over the rest (a row with more of them than k, or whose k-th
-    // value is a -inf tied with such a NaN, goes to the fallback).  A warp without odd rows
-    // skips all this.
+    // looks for kk = k less them over the rest.  A row with more of them than k (cls) keeps its
+    // registers and takes the first k by rank and index with no search, through the ties' quota:
+    // cls 1, the first k of the first class (NaN for the k largest, else the input's -inf), its
+    // mask in spm; cls 2, all of the first class and the first k - n1 of the second (+inf, found
+    // by the ties' compare).  A row whose k-th value is a -inf tied with a NaN set to -inf goes to
+    // the fallback.  A warp without odd rows skips all this.
     uint32_t spm[C::kChunks];
 #pragma unroll
     for (int c = 0; c < C::kChunks; ++c) spm[c] = 0u;
-    int kk = k;
+    int kk = k, cls = 0, n1 = 0;
     bool nan_low = false;  // (the k smallest) NaN in the row, now -inf
     if (__any_sync(kFullMask, odd)) {
-      uint32_t mx2 = kNegInf2, mn2 = kPosInf2, nans = 0u;
+      uint32_t mx2 = kNegInf2, mn2 = kPosInf2, nans = 0u, first[C::kChunks];
       int ns = 0;
 #pragma unroll
       for (int c = 0; c < C::kChunks; ++c) {
+        first[c] = 0u;
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-          uint32_t& x = u[16 * c + i];
+          const uint32_t x = u[16 * c + i];
           const uint32_t nanm = Ops::nan(x), infm = Ops::eq(x, kPosInf2);
           const uint32_t bad = odd ? nanm | infm : 0u;
           spm[c] |= (kLargest ? bad : infm & bad) & (0x00010001u << i);
+          first[c] |= (kLargest ? nanm : infm) & bad & (0x00010001u << i);
           nans |= nanm & bad;
-          x = (x & ~bad) | (kNegInf2 & bad);
-          mx2 = Ops::max(mx2, x);
-          mn2 = Ops::min(mn2, x);  // (padding is -inf too: a bracket from -inf is still one)
+          const uint32_t y = (x & ~bad) | (kNegInf2 & bad);
+          mx2 = Ops::max(mx2, y);
+          mn2 = Ops::min(mn2, y);  // (padding is -inf too: a bracket from -inf is still one)
         }
         ns += __popc(spm[c]);
+        n1 += __popc(first[c]);
       }
       mx2 = Ops::max(mx2, __byte_perm(mx2, 0, 0x1032));
       mn2 = Ops::min(mn2, __byte_perm(mn2, 0, 0x1032));
@@ -393,6 +400,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         mx2 = Ops::max(mx2, __shfl_xor_sync(kFullMask, mx2, o));
         mn2 = Ops::min(mn2, __shfl_xor_sync(kFullMask, mn2, o));
         ns += __shfl_xor_sync(kFullMask, ns, o);
+        n1 += __shfl_xor_sync(kFullMask, n1, o);
         nans |= __shfl_xor_sync(kFullMask, nans, o);
       }
       if (odd) {
@@ -400,8 +408,20 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         mn = mn2 & 0xFFFFu;
         if (mx == 0x8000u) mx = 0u;
         kk = k - ns;
-        ok = kk >= 0;
+        cls = kk >= 0 ? 0 : k <= n1 ? 1 : 2;
         nan_low = !kLargest && nans != 0u;
+      }
+      // The searched odd rows' specials to -inf; a cls row's mask to its first class.
+#pragma unroll
+      for (int c = 0; c < C::kChunks; ++c) {
+        if (cls) spm[c] = first[c];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          uint32_t& x = u[16 * c + i];
+          // (NaN, +-inf by their bits: the first loop's compares, reused, would stay live.)
+          const uint32_t bad = odd && !cls ? __vcmpgeu2(x & ~kSign2, kPosInf2) : 0u;
+          x = (x & ~bad) | (kNegInf2 & bad);
+        }
       }
     }
 
@@ -424,9 +444,10 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     // element >= tgt, then the first `need` equal to teq by index.
     int lo = pair_key(mn), hi = pair_key(mx) + 1, c_hi = 0;
     float lo_f = Ops::to_float(mn), hi_f = Ops::to_float(pair_bits(hi));
-    bool done = !ok;
-    uint32_t tgt = 0u, teq = 0u;
-    int need = 0;
+    bool done = !ok || cls;
+    // (cls rows: nothing is >= a NaN threshold; cls 2's ties are the +inf.)
+    uint32_t tgt = cls ? Ops::kExp | (Ops::kExp >> 1) : 0u, teq = cls == 2 ? Ops::kExp : 0u;
+    int need = cls == 1 ? k : cls == 2 ? k - n1 : 0;
     for (int step = 0;; ++step) {
       if (!done && hi - lo <= 1) {
         done = true;
@@ -472,7 +493,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       uint32_t m = 0u;
 #pragma unroll
       for (int i = 0; i < 16; ++i) m |= Ops::ge(u[16 * c + i], tgt2) & (0x00010001u << i);
-      take[c] = ok ? m | spm[c] : 0u;
+      take[c] = ok ? m | (cls == 1 ? 0u : spm[c]) : 0u;
     }
     if (__any_sync(kFullMask, need > 0)) {
       // Ties at the k-th value: the row's first `need` of them by index.
@@ -484,7 +505,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         uint32_t m = 0u;
 #pragma unroll
         for (int i = 0; i < 16; ++i) m |= Ops::eq(u[16 * c + i], teq2) & (0x00010001u << i);
-        eqm[c] = ok && need > 0 ? m & ~spm[c] : 0u;
+        eqm[c] = ok && need > 0 ? (cls == 1 ? spm[c] : m & ~spm[c]) : 0u;
         ne += __popc(eqm[c]);
       }
       const int before = lane_group_inclusive<G>(ne, l) - ne;
@@ -545,8 +566,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         }
       }
     }
-    // The rows left (more NaN / +inf than k, a -inf k-th value tied with NaN): the value kernel's
-    // row body.
+    // The rows left (a -inf k-th value tied with NaN): the value kernel's row body.
     unsigned left = ~okmask & (0xFFFFFFFFu / ((1u << G) - 1u));
     left &= nrows == C::kRows ? ~0u : (1u << (G * nrows)) - 1u;
     if (left) {

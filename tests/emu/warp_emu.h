@@ -325,6 +325,11 @@ inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   for (int i = 0; i < 4; ++i) r |= unsigned((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
   return r;
 }
+// (Each 16-bit half: 0xFFFF where x's >= y's, unsigned.)
+inline unsigned __vcmpgeu2(unsigned x, unsigned y) {
+  return ((x & 0xFFFFu) >= (y & 0xFFFFu) ? 0xFFFFu : 0u) |
+         ((x >> 16) >= (y >> 16) ? 0xFFFF0000u : 0u);
+}
 inline unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
   unsigned r = c;
   for (int i = 0; i < 4; ++i) r += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);
