@@ -126,8 +126,8 @@ def test_lane_rows(dtype):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_pair_rows(dtype):
     """The packed-pair kernels, forced (pair modes 1 and 3: every shape): rows of 232, 256, 480, 520 (lanes with no
-    element) and 768; randn, ties (the quota), -inf (the fast path) and NaN rows (the fallback) in one launch of 13
-    rows; k = 7 / 40 / 128, both directions."""
+    element) and 768; randn, ties (the quota), -inf (the fast path) and NaN rows (at k = 7 / 40 more NaN / +inf than k:
+    their first k taken with no search) in one launch of 13 rows; k = 7 / 40 / 128, both directions."""
     gen = torch.Generator().manual_seed(19)
     try:
         for mode in (1, 3):
