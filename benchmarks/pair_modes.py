@@ -1,7 +1,7 @@
 """The packed-pair kernels of 16-bit rows against the paths they replace, one process, one build: each cell is
 timed with torch.ops.rtopk._set_debug_pair_rows(2) (never: the lane / warp kernels), 1 (the pair kernels wherever
 shapes allow) and 3 (as 1, more lanes a row), rounds alternating; each forced result is first checked against mode
-2's bit for bit.  Exact mode, index order (rtopk.rtopk).  Prints, per cell, the three times, the ratios to mode 2 and
+2's bit for bit.  --modes picks other modes (the first is the base).  Exact mode, index order (rtopk.rtopk).  Prints, per cell, the three times, the ratios to mode 2 and
 the fraction of the memory floor (input read once, values and int64 indices written once, over the copy bandwidth
 measured here).
 
@@ -24,7 +24,11 @@ def main(argv=None):
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--dist", default="randn", help="rtopk.bench.make_input's distributions, comma-separated")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--modes", default="2,1,3", help="the hook's modes, the first the base the others are checked "
+                   "and timed against (default 2,1,3)")
     args = p.parse_args(argv)
+    modes = [int(m) for m in args.modes.split(",")]
+    base, others = modes[0], modes[1:]
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     import rtopk
     from rtopk._ref import int_view
@@ -38,8 +42,9 @@ def main(argv=None):
     gen = torch.Generator(device="cuda").manual_seed(0)
     set_mode = torch.ops.rtopk._set_debug_pair_rows
     print(f"# {torch.cuda.get_device_name()}, {args.dtype}, copy {bw / 1e12:.3f} TB/s, {args.rounds} rounds (medians)")
-    print("| cell | dist | mode 2 ms | mode 1 ms | mode 3 ms | 1/2 | 3/2 | floor 2 | floor 1 | floor 3 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| cell | dist | " + " | ".join(f"mode {m} ms" for m in modes) + " | "
+          + " | ".join(f"{m}/{base}" for m in others) + " | " + " | ".join(f"floor {m}" for m in modes) + " |")
+    print("|---|---|" + "---|" * (3 * len(modes) - 1))
     wrong = 0
     try:
         for dist in args.dist.split(","):
@@ -47,24 +52,25 @@ def main(argv=None):
                 x = make_input(dist, n, m, dtype, "cuda", gen)
                 fn = lambda: rtopk.rtopk(x, k)
                 outs = {}
-                for mode in (2, 1, 3):
+                for mode in modes:
                     set_mode(mode)
                     outs[mode] = fn()
-                bad = [mo for mo in (1, 3) if not (torch.equal(int_view(outs[mo][0]), int_view(outs[2][0]))
-                                                    and torch.equal(outs[mo][1], outs[2][1]))]
+                bad = [mo for mo in others if not (torch.equal(int_view(outs[mo][0]), int_view(outs[base][0]))
+                                                   and torch.equal(outs[mo][1], outs[base][1]))]
                 if bad:
                     wrong += 1
-                    print(f"| {n}x{m}:{k} | {dist} | WRONG: modes {bad} differ from mode 2 | | | | | | | |")
+                    print(f"| {n}x{m}:{k} | {dist} | WRONG: modes {bad} differ from mode {base} |")
                     continue
-                times = {2: [], 1: [], 3: []}
+                times = {mo: [] for mo in modes}
                 for _ in range(args.rounds):
-                    for mode in (2, 1, 3):
+                    for mode in modes:
                         set_mode(mode)
                         times[mode].append(time_it(fn))
                 t = {mo: statistics.median(v) for mo, v in times.items()}
                 fl = floor_bytes(n, m, k, x.element_size()) / bw * 1e3
-                print(f"| {n}x{m}:{k} | {dist} | {t[2]:.4f} | {t[1]:.4f} | {t[3]:.4f} | {t[1] / t[2]:.3f} | "
-                      f"{t[3] / t[2]:.3f} | {fl / t[2]:.3f} | {fl / t[1]:.3f} | {fl / t[3]:.3f} |", flush=True)
+                print(f"| {n}x{m}:{k} | {dist} | " + " | ".join(f"{t[mo]:.4f}" for mo in modes) + " | "
+                      + " | ".join(f"{t[mo] / t[base]:.3f}" for mo in others) + " | "
+                      + " | ".join(f"{fl / t[mo]:.3f}" for mo in modes) + " |", flush=True)
     finally:
         set_mode(0)
     sys.exit(1 if wrong else 0)
