@@ -4,7 +4,11 @@ key midpoints, from the group-maximum bracket) and two interpolating variants (n
 the count, linear between the bracket's ends, would be k + 1/2; `ilog`, the same on log(count + 1/2); both with
 Illinois weights and the fraction kept in [1/32, 31/32].
 
-    python benchmarks/pair_search_model.py [randn|randn5]
+    python benchmarks/pair_search_model.py [randn|randn5|neg_inf_heavy] [lean]
+
+With `lean`: passes a warp for the kernel's search, for the value phase then the key phase
+(benchmarks/pending/v65_pair_value_phase.patch, notes v65 item 9) and for the same with a first probe at 0 from a -inf
+low end (item 10).
 """
 
 import math
@@ -39,14 +43,16 @@ def start(x, k, G, E):
     if V == 0:
         mn = x.min(1).values
     else:
-        pad = G * E - M
-        xp = torch.cat([x, torch.full((R, pad), -float('inf'))], 1) if pad else x
+        pad = G * E - M  # padding as NaN here: a group of padding only is skipped, as the kernel skips it
+        xp = torch.cat([x, torch.full((R, pad), float('nan'))], 1) if pad else x
         xl = xp.view(R, G, E)
         ng = -(-E // (8 * V))
         if ng * 8 * V > E:
-            xl = torch.cat([xl, torch.full((R, G, ng * 8 * V - E), -float('inf'))], 2)
-        gm = xl.view(R, G, ng, 8 * V).max(-1).values.view(R, -1)
-        gm = torch.where(gm == -float('inf'), torch.full_like(gm, float('inf')), gm)
+            xl = torch.cat([xl, torch.full((R, G, ng * 8 * V - E), float('nan'))], 2)
+        xg = xl.view(R, G, ng, 8 * V)
+        pad_only = torch.isnan(xg).all(-1).view(R, -1)
+        gm = torch.where(torch.isnan(xg), torch.tensor(-float('inf')), xg).max(-1).values.view(R, -1)
+        gm = torch.where(pad_only, torch.full_like(gm, float('inf')), gm)
         mn = gm.min(1).values
     return mn, mx
 
@@ -105,20 +111,95 @@ def run(x, k, G, E, variant, vsteps=12):
         hi = torch.where(dn, tk, hi); hi_f = torch.where(dn, tf, hi_f); c_hi = torch.where(dn, c, c_hi)
     return passes
 
+def run_lean(x, k, G, E, probe0, vsteps=12):
+    """The value phase then the key phase (notes v65 items 8-9), warp by warp: passes a warp (its rows: 32 / G)."""
+    R, M = x.shape
+    rw = 32 // G
+    xb = x.to(torch.bfloat16).float()
+    mn, mx = start(xb, k, G, E)
+    lo_f = mn.clone()
+    hi_f = f_of_bits(bits_from_key(key_of(bits_of(mx.to(torch.bfloat16))) + 1))
+    c_hi = torch.zeros(R)
+    done = torch.zeros(R, dtype=torch.bool)
+    vph = torch.ones(R, dtype=torch.bool)
+    wpass = torch.zeros(R // rw, dtype=torch.int32)
+    wlive = torch.ones(R // rw, dtype=torch.bool)  # warps still in the value phase
+    wstep = torch.zeros(R // rw, dtype=torch.int32)
+    for step in range(64):
+        mid = lo_f * 0.5 + hi_f * 0.5
+        if probe0:
+            mid = torch.where((lo_f == -float('inf')) & (hi_f > 0), torch.zeros_like(mid), mid)
+        vt = bf16_round(mid)
+        vf = f_of_bits(vt)
+        vph = vph & (step < vsteps) & (vf > lo_f) & (vf < hi_f)
+        wl = wlive & vph.view(-1, rw).any(1)
+        wlive = wl
+        if not wl.any(): break
+        act = vph & wl.repeat_interleave(rw)
+        wpass += wl.int(); wstep += wl.int()
+        c = (xb >= vf[:, None]).sum(1).float()
+        hit = act & (c == k); up = act & (c > k); dn = act & (c < k)
+        done |= hit; vph &= ~hit
+        lo_f = torch.where(up, vf, lo_f)
+        hi_f = torch.where(dn, vf, hi_f); c_hi = torch.where(dn, c, c_hi)
+    lo = key_of(bits_of(lo_f.to(torch.bfloat16))); hi = key_of(bits_of(hi_f.to(torch.bfloat16)))
+    stepr = wstep.repeat_interleave(rw)
+    for it in range(64):
+        done |= (hi - lo) <= 1
+        wact = (~done).view(-1, rw).any(1)
+        if not wact.any(): break
+        t = bits_from_key((lo + hi) >> 1)
+        vt = bf16_round(lo_f * 0.5 + hi_f * 0.5)
+        vf = f_of_bits(vt)
+        use = (stepr < vsteps) & (vf > lo_f) & (vf < hi_f)
+        t = torch.where(use, vt, t)
+        tf = f_of_bits(t)
+        c = (xb >= tf[:, None]).sum(1).float()
+        act = ~done
+        wpass += wact.int(); stepr = stepr + 1
+        hit = act & (c == k); up = act & (c > k); dn = act & (c < k)
+        done |= hit
+        tk = key_of(t)
+        lo = torch.where(up, tk, lo); lo_f = torch.where(up, tf, lo_f)
+        hi = torch.where(dn, tk, hi); hi_f = torch.where(dn, tf, hi_f); c_hi = torch.where(dn, c, c_hi)
+    return wpass
+
+
 def shape(M, k):
     if M <= 256: return (2, 128) if k <= 32 else (4, 64)
     if M <= 512: return (4, 128) if k <= 64 else (8, 64)
     return (8, 96)
 
 dist = sys.argv[1] if len(sys.argv) > 1 else 'randn'
+lean = len(sys.argv) > 2 and sys.argv[2] == 'lean'
 R = 4096
-print(f"# {dist}: mean passes a row / mean of the warp's max")
-for M in (256, 512, 768):
+
+
+def rows(M):
     x = torch.randn(R, M)
-    if dist == 'randn5': x = x.double().pow(5).float()
+    if dist == 'randn5':
+        x = x.double().pow(5).float()
+    elif dist == 'neg_inf_heavy':  # as rtopk.bench.make_input's: 90% -inf
+        x = torch.where(torch.rand(R, M) < 0.9, torch.tensor(-float('inf')), x)
+    return x
+
+
+if lean:
+    print(f"# {dist}: passes a warp, the kernel's search / the value phase then the key phase / the same with a first "
+          "probe at 0 from a -inf low end")
+else:
+    print(f"# {dist}: mean passes a row / mean of the warp's max")
+for M in (256, 512, 768):
+    x = rows(M)
     for k in (16, 32, 64, 96, 128):
         G, E = shape(M, k)
         rw = 32 // G
+        if lean:
+            pc = run(x, k, G, E, 'bisect').view(-1, rw).max(1).values.float().mean()
+            pl = run_lean(x, k, G, E, False).float().mean()
+            pp = run_lean(x, k, G, E, True).float().mean()
+            print(M, k, f"G={G}", f"classic {pc:.2f} | lean {pl:.2f} | lean+probe0 {pp:.2f}")
+            continue
         out = []
         for v in ('bisect', 'lin', 'ilog'):
             p = run(x, k, G, E, v)
