@@ -1,7 +1,8 @@
 """The packed-pair kernels of 16-bit rows against the paths they replace, one process, one build: each cell is
 timed with torch.ops.rtopk._set_debug_pair_rows(2) (never: the lane / warp kernels), 1 (the pair kernels wherever
 shapes allow) and 3 (as 1, more lanes a row), rounds alternating; each forced result is first checked against mode
-2's bit for bit.  --modes picks other modes (the first is the base).  Exact mode, index order (rtopk.rtopk).  Prints, per cell, the three times, the ratios to mode 2 and
+2's bit for bit.  --modes picks other modes (the first is the base).  Exact mode, index order (rtopk.rtopk), or
+with --sorted rank order (rtopk.topk sorted=True).  Prints, per cell, the three times, the ratios to mode 2 and
 the fraction of the memory floor (input read once, values and int64 indices written once, over the copy bandwidth
 measured here).
 
@@ -24,6 +25,7 @@ def main(argv=None):
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--dist", default="randn", help="rtopk.bench.make_input's distributions, comma-separated")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--sorted", action="store_true", help="rank-ordered output (rtopk.topk sorted=True)")
     p.add_argument("--modes", default="2,1,3", help="the hook's modes, the first the base the others are checked "
                    "and timed against (default 2,1,3)")
     args = p.parse_args(argv)
@@ -41,7 +43,9 @@ def main(argv=None):
     dtype = getattr(torch, args.dtype)
     gen = torch.Generator(device="cuda").manual_seed(0)
     set_mode = torch.ops.rtopk._set_debug_pair_rows
-    print(f"# {torch.cuda.get_device_name()}, {args.dtype}, copy {bw / 1e12:.3f} TB/s, {args.rounds} rounds (medians)")
+    order = ", sorted" if args.sorted else ""
+    print(f"# {torch.cuda.get_device_name()}, {args.dtype}{order}, copy {bw / 1e12:.3f} TB/s, {args.rounds} rounds "
+          "(medians)")
     print("| cell | dist | " + " | ".join(f"mode {m} ms" for m in modes) + " | "
           + " | ".join(f"{m}/{base}" for m in others) + " | " + " | ".join(f"floor {m}" for m in modes) + " |")
     print("|---|---|" + "---|" * (3 * len(modes) - 1))
@@ -50,7 +54,10 @@ def main(argv=None):
         for dist in args.dist.split(","):
             for n, m, k in parse_cells(args.cells):
                 x = make_input(dist, n, m, dtype, "cuda", gen)
-                fn = lambda: rtopk.rtopk(x, k)
+                if args.sorted:
+                    fn = lambda: rtopk.topk(x, k, sorted=True)
+                else:
+                    fn = lambda: rtopk.rtopk(x, k)
                 outs = {}
                 for mode in modes:
                     set_mode(mode)
