@@ -7,7 +7,7 @@
 #   MODES     (default exact,it4); DTYPES (default float32); SMALLEST=1 adds a k-smallest run;
 #   DISTS     row values (benchmarks/ab.py --dists, default randn)
 #   TESTS     pytest args for A (default tests/test_rtopk.py); TESTS_B for B (default tests/test_rtopk.py);
-#             PYTEST_K, their -k expression (default "not cpu]": the CUDA tests, scripts/suite_call.sh)
+#             PYTEST_K, their -k expression (default RTOPK_CUDA_K, scripts/build_env.sh: the CUDA tests)
 #   PATCH_C   a second change (scripts/ab_tree.sh): C built beside B (MAX_JOBS=8 each), tested with TESTS_B
 #             and measured against A the same way (ab_c_*.md)
 #   SANITIZE_B=1  memcheck and racecheck over the sanitizer subset (SAN_DT, default float32) with B;
@@ -26,7 +26,7 @@ fi
 (build_b; echo "B build rc=$? at $(($(date +%s) - t0)) s") &
 bpid=$!
 # shellcheck disable=SC2086
-timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu]}" >"$OUT/pytest_a.log" 2>&1
+timeout 300 python3 -m pytest ${TESTS:-tests/test_rtopk.py} -q -k "${PYTEST_K:-$RTOPK_CUDA_K}" >"$OUT/pytest_a.log" 2>&1
 echo "tests A rc=$?: $(tail -1 "$OUT/pytest_a.log")"
 wait $bpid
 [ -n "$C" ] && wait "$cpid"
@@ -36,7 +36,7 @@ tree_dir() { if [ "$1" = c ]; then echo "$C"; else echo "$B"; fi; }
 for t in "${trees[@]}"; do
   d=$(tree_dir "$t")
   # shellcheck disable=SC2086  # (word splitting wanted: several test files)
-  (cd "$d" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-not cpu]}" \
+  (cd "$d" && timeout 300 python3 -m pytest ${TESTS_B:-tests/test_rtopk.py} -q -k "${PYTEST_K:-$RTOPK_CUDA_K}" \
      >"$OUT/pytest_$t.log" 2>&1
    echo "tests ${t^^} rc=$?: $(tail -1 "$OUT/pytest_$t.log")"; grep -E "^(FAILED|ERROR)" "$OUT/pytest_$t.log" | head)
 done

@@ -13,7 +13,7 @@ t0=$(date +%s)
 rtopk_build "$L/build.log" "${PREBUILT:-}" || { tail -20 "$L/build.log"; exit 1; }
 echo "built: $(($(date +%s) - t0)) s"
 grep -A2 "pair_rows_kernel" "$L/build.log" | grep -E "registers|spill" | sort | uniq -c
-TESTS=${TESTS-'tests/test_pair_rows.py tests/test_sanitizer_subset.py -k "not cpu]"'}
+TESTS=${TESTS-"tests/test_pair_rows.py tests/test_sanitizer_subset.py -k '$RTOPK_CUDA_K'"}
 if [ -n "$TESTS" ]; then
   eval "timeout ${TT:-150} python3 -m pytest $TESTS -q -rfE" >"$L/tests.log" 2>&1
   echo "tests rc=$? at $(($(date +%s) - t0)) s"; tail -1 "$L/tests.log"; grep -E "^(FAILED|ERROR)" "$L/tests.log" | head -5

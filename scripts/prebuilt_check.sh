@@ -22,7 +22,7 @@ ok = torch.equal(v.sort(1, descending=True).values, torch.topk(x, 16).values) an
 print("CUDA result matches torch.topk:", ok)
 raise SystemExit(0 if ok else 1)
 PY
-[ $# -gt 0 ] || set -- tests/test_lane_rows.py -k "not cpu] and float32"
+[ $# -gt 0 ] || set -- tests/test_lane_rows.py -k "$RTOPK_CUDA_K and float32"
 timeout "${PYTEST_S:-300}" python3 -m pytest -q "$@" >"$OUT/pytest.log" 2>&1
 echo "pytest rc=$?: $(tail -n 1 "$OUT/pytest.log")"
 echo "done in $(($(date +%s) - t0)) s"

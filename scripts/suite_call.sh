@@ -5,9 +5,8 @@
 # listed.  Logs under $OUT (suite.log, build.log).  Usage: scripts/suite_call.sh [PATH ...]
 # Environment: PREBUILT; ST, pytest's seconds (default 540: the whole suite takes ~600-700 s on an H200, so split it
 # over two calls by path); SUITE_K, the -k expression.
-# The filter: `-k "not cpu"` (older notes) also drops the CUDA tests whose names say cpu (test_pair_rows_match_cpu,
-# test_exact_matches_reference_and_cpu, test_cpu_cuda_bit_identical, ...: 109 of them at 5e7b5cf).  This one drops only
-# the CPU-only files and the device parameter "cpu" (ids ending "-cpu]"), which CI runs without a GPU anyway.
+# The filter: build_env.sh's RTOPK_CUDA_K (the "cpu" device parameter out; `-k "not cpu"` also dropped 109 CUDA tests
+# named after the CPU at 5e7b5cf), less the CPU-only files and test_split_argument_on_cpu, which CI runs anyway.
 set -uo pipefail
 L=${OUT:-$PWD/out}
 mkdir -p "$L"
@@ -22,7 +21,7 @@ rtopk_build "$L/build.log" "${PREBUILT:-}" || {
 echo "built: $(($(date +%s) - t0)) s"
 [ $# -gt 0 ] || set -- tests
 timeout "${ST:-540}" python3 -m pytest "$@" --ignore tests/test_cpu_radix.py --ignore tests/test_cpu_short_rows.py \
-  -k "${SUITE_K:-not cpu] and not split_argument_on_cpu}" -v -rfE --durations=15 -p no:cacheprovider \
+  -k "${SUITE_K:-$RTOPK_CUDA_K and not split_argument_on_cpu}" -v -rfE --durations=15 -p no:cacheprovider \
   -o console_output_style=classic >"$L/suite.log" 2>&1
 echo "pytest rc=$? at $(($(date +%s) - t0)) s: $(tail -1 "$L/suite.log")"
 grep -E "^(FAILED|ERROR)" "$L/suite.log" | head -20
