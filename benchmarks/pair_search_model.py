@@ -6,9 +6,9 @@ Illinois weights and the fraction kept in [1/32, 31/32].
 
     python benchmarks/pair_search_model.py [randn|randn5|neg_inf_heavy] [lean]
 
-With `lean`: passes a warp for the kernel's search, for the value phase then the key phase
-(benchmarks/pending/v65_pair_value_phase.patch, notes v65 item 9) and for the same with a first probe at 0 from a -inf
-low end (item 10).
+With `lean`: passes a warp for the old search (key phase with value midpoints, before notes v66), for the value phase
+then the key phase (notes v65 item 9) and for the same with a first probe at 0 from a -inf low end (item 10; the
+kernel's search since notes v66 item 1).
 """
 
 import math

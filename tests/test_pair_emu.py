@@ -48,15 +48,20 @@ def emu_run(exe, tmp, x, k, g, e, largest, grid):
     return ov, oi, int(value)
 
 
+def rows_side_by_side(dtype, g, M, seed):
+    """One row of every kind and randn rows to fill, shuffled: 3 warps of 32 / g rows and a last warp of one row (at
+    least the kinds and 3 randn rows)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.cat([make_rows(kind, (1, M), dtype, "cpu", gen) for kind in MIXED_KINDS + TAIL_KINDS])
+    rows = 3 * (32 // g) + 1
+    x = torch.cat([x, make_rows("randn", (max(rows - x.shape[0], 3), M), dtype, "cpu", gen)])
+    return x[torch.randperm(x.shape[0], generator=gen)].contiguous()
+
+
 @pytest.mark.parametrize("g,e,M", CASES, ids=[f"G{g}_E{e}_M{m}" for g, e, m in CASES])
 @pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
 def test_pair_kernel_emulated(emulator, tmp_path, dtype, g, e, M):
-    gen = torch.Generator().manual_seed(M * 11 + g + e + list(DTYPES).index(dtype))
-    kinds = MIXED_KINDS + TAIL_KINDS
-    x = torch.cat([make_rows(kind, (1, M), dtype, "cpu", gen) for kind in kinds])
-    rows = 3 * (32 // g) + 1  # a last warp of one row
-    x = torch.cat([x, make_rows("randn", (max(rows - x.shape[0], 3), M), dtype, "cpu", gen)])
-    x = x[torch.randperm(x.shape[0], generator=gen)].contiguous()
+    x = rows_side_by_side(dtype, g, M, M * 11 + g + e + list(DTYPES).index(dtype))
     nan_rows = int(torch.isnan(x).any(-1).sum())
     for k in (1, 3, 9, 17, 33, 64, 100, 128):
         for largest in (True, False):
@@ -68,3 +73,19 @@ def test_pair_kernel_emulated(emulator, tmp_path, dtype, g, e, M):
             assert torch.equal(bits(ov), bits(rv)), f"values differ from reference: {ctx}"
             # Only a k-th value of -inf tied with NaN (the k smallest) leaves the kernel.
             assert fallback <= (0 if largest else nan_rows), f"{fallback} rows fell back: {ctx}"
+
+
+@pytest.mark.parametrize("g,e,M", CASES, ids=[f"G{g}_E{e}_M{m}" for g, e, m in CASES])
+@pytest.mark.parametrize("dtype", list(DTYPES), ids=str)
+def test_pair_kernel_rank_order_emulated(emulator, tmp_path, dtype, g, e, M):
+    """The kernel's rank order (the k largest, k <= kPairSortK = 32): every row kind side by side as above, bit for bit
+    against the reference's sorted answer (values descending, NaN first, equal values and -0 / +0 by index)."""
+    x = rows_side_by_side(dtype, g, M, M * 13 + g + e + list(DTYPES).index(dtype))
+    for k in (2, 3, 9, 16, 17, 31, 32):
+        ctx = f"G={g} E={e} M={M} k={k} dtype={dtype}"
+        ov, oi, fallback = emu_run(emulator, tmp_path, x, k, g, e, 2, grid=2)
+        rv, ri = rtopk.topk_ref(x, k, -1, True, True)
+        bad = (oi != ri).any(-1).nonzero().flatten().tolist()
+        assert not bad, f"indices differ from the reference in rows {bad[:8]}: {ctx}"
+        assert torch.equal(bits(ov), bits(rv)), f"values differ from the reference: {ctx}"
+        assert fallback == 0, ctx

@@ -20,7 +20,9 @@
 //           more: heavy tails, values spread over many binades);
 //   emit:   a mask a chunk (one set.ge and one LOP3 a word), the ties' masks trimmed to their
 //           quota, the columns staged in index order, then flushed coalesced, the values re-read
-//           from the row (L1 / L2).
+//           from the row (L1 / L2); rank order (the k largest, k <= kPairSortK): each output
+//           ranked by counting the row's 32-bit keys (value order, then index) above its own and
+//           written at its rank.
 // NaN and +inf (directed) are taken ahead of the search when fewer than k (NaN for the k smallest
 // set below every value), and the first k of them by rank and index, with no search, when more;
 // a row whose k-th value is -inf tied with such a NaN is left to the value kernel's row body
@@ -220,6 +222,26 @@ constexpr int kPairBlockWarps = 1;
 constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
 // Value midpoints for this many steps, then key midpoints (each step then halves the key range).
 constexpr int kPairValueSteps = 12;
+// Rank order in the kernel (the k largest only): k <= kPairSortK, each output ranked against its
+// row's k by counting (k^2 / 16 warp instructions a row; notes v65 item 12).  The rank keys sit
+// in the row's staging past the columns: kPairSortK 32-bit keys from kPairKeyAt (16-byte aligned).
+constexpr int kPairSortK = 32;
+constexpr int kPairKeyAt = 40;
+static_assert(kPairKeyAt >= kPairSortK && kPairKeyAt % 8 == 0 &&
+                  kPairKeyAt + 2 * kPairSortK <= kStageK + 8,
+              "the rank keys fit in a row's staging past its columns");
+
+// A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
+// values rank by index: the low 16 bits of the 32-bit key hold 0xFFFF - position).
+template <typename Ops>
+__device__ __forceinline__ uint32_t pair_rank_key(uint32_t b, int p) {
+  uint32_t hi;
+  if ((b & 0x7FFFu) > Ops::kExp)
+    hi = 0xFFFFu;
+  else
+    hi = uint32_t(pair_key((b & 0x7FFFu) == 0u ? 0u : b));
+  return (hi << 16) | (0xFFFFu - uint32_t(p));
+}
 
 template <int G, int E>
 struct PairSmem {
@@ -243,10 +265,11 @@ struct PairSmem {
 template <int E>
 constexpr int kPairMinBlocks = (E >= 96 ? 20 : 24) / kPairBlockWarps;
 
-template <typename scalar_t, int G, int E, bool kLargest>
+template <typename scalar_t, int G, int E, bool kLargest, bool kSorted = false>
 __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     pair_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k, int level) {
+  static_assert(kLargest || !kSorted, "rank order for the k largest only");
   using C = PairCfg<G, E>;
   using Ops = PairOps<scalar_t>;
   using S = PairSmem<G, E>;
@@ -440,15 +463,47 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       return n;
     };
 
-    // The search: lo's count >= k, hi's (c_hi) < k, lo_f / hi_f their values.  Done: take every
-    // element >= tgt, then the first `need` equal to teq by index.
-    int lo = pair_key(mn), hi = pair_key(mx) + 1, c_hi = 0;
-    float lo_f = Ops::to_float(mn), hi_f = Ops::to_float(pair_bits(hi));
+    // The search: lo's count >= k, hi's (c_hi) < k, lo_f / hi_f their values (lo / hi their
+    // keys).  Done: take every element >= tgt, then the first `need` equal to teq by index.
+    float lo_f = Ops::to_float(mn), hi_f = Ops::to_float(pair_bits(pair_key(mx) + 1));
+    int c_hi = 0;
     bool done = !ok || cls;
     // (cls rows: nothing is >= a NaN threshold; cls 2's ties are the +inf.)
     uint32_t tgt = cls ? Ops::kExp | (Ops::kExp >> 1) : 0u, teq = cls == 2 ? Ops::kExp : 0u;
     int need = cls == 1 ? k : cls == 2 ? k - n1 : 0;
-    for (int step = 0;; ++step) {
+    // The value phase: midpoints in value while they fall strictly inside the bracket, in
+    // floats only (~25 instructions a step besides the count; the key phase's steps, with the
+    // key midpoint and the keys' updates beside, take ~70).  A row leaves it done (exactly k),
+    // or when its midpoint is not inside (ends adjacent, or one not finite: the row's -inf), or
+    // after kPairValueSteps steps (the warp's: a row that left early has fewer value midpoints
+    // left in the key phase).  (randn rows end in it; notes v65.)
+    bool vphase = !done;
+    int step = 0;
+    for (;; ++step) {
+      // (A -inf low end -- an all -inf group, or the odd rows' specials -- would end the phase:
+      // its first probe is 0 instead where hi is above it, as the key midpoint nearly is.)
+      const float mid = lo_f == -INFINITY && hi_f > 0.f ? 0.f : lo_f * 0.5f + hi_f * 0.5f;
+      const uint32_t vt = Ops::from_float(mid);
+      const float vf = Ops::to_float(vt);
+      vphase = vphase && step < kPairValueSteps && vf > lo_f && vf < hi_f;
+      if (!__any_sync(kFullMask, vphase)) break;
+      const int c = count_ge(vt | (vt << 16));
+      if (vphase) {
+        if (c == kk) {
+          done = true;
+          vphase = false;
+          tgt = vt;
+        } else if (c > kk) {
+          lo_f = vf;
+        } else {
+          hi_f = vf;
+          c_hi = c;
+        }
+      }
+    }
+    // The key phase (ends by adjacent keys at the latest: at most 16 more steps).
+    int lo = pair_key(Ops::from_float(lo_f)), hi = pair_key(Ops::from_float(hi_f));
+    for (;; ++step) {
       if (!done && hi - lo <= 1) {
         done = true;
         tgt = pair_bits(hi);
@@ -544,25 +599,55 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     scalar_t* const ov = out_values + r0 * k;
     int64_t* const oi = out_indices + r0 * k;
     const uint16_t* const raw = reinterpret_cast<const uint16_t*>(in + r0 * int64_t(cols));
-    // Four outputs a lane a trip, their loads issued before their stores (one L1 / L2 round trip
-    // a trip, not one an output).
     const int total = nrows * k;
-    for (int e0 = 0; e0 < total; e0 += 128) {
-      int col[4], at[4];
-      uint16_t bits[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int e = e0 + 32 * j + lane;
-        const int gg = int((uint32_t(e) * inv_k) >> 20);
-        at[j] = e < total && (okmask >> (G * gg) & 1u) ? e : -1;
-        col[j] = at[j] >= 0 ? sw.cols[gg][e - gg * k] : 0;
-        bits[j] = at[j] >= 0 ? __ldg(raw + int64_t(gg) * cols + col[j]) : uint16_t(0);
+    if constexpr (kSorted) {
+      // Rank order: each output's rank key into its row's staging (past the columns; the slots
+      // up to a multiple of 4 past k zero: below every key), then each output ranked by counting
+      // the keys above its own, four a shared load.
+      const int kq = (k + 3) & ~3;
+      for (int e = lane; e < nrows * kq; e += 32) {
+        const int gg = e / kq, p = e - gg * kq;
+        uint32_t key = 0u;
+        if (p < k) {
+          const int cc = sw.cols[gg][p];
+          key = pair_rank_key<Ops>(__ldg(raw + int64_t(gg) * cols + cc), p);
+        }
+        reinterpret_cast<uint32_t*>(sw.cols[gg] + kPairKeyAt)[p] = key;
       }
+      __syncwarp();
+      for (int e = lane; e < total; e += 32) {
+        const int gg = int((uint32_t(e) * inv_k) >> 20), p = e - gg * k;
+        const uint4* const keys = reinterpret_cast<const uint4*>(sw.cols[gg] + kPairKeyAt);
+        const uint32_t mine = reinterpret_cast<const uint32_t*>(keys)[p];
+        int r = 0;
+        for (int q = 0; q < kq / 4; ++q) {
+          const uint4 w4 = keys[q];
+          r += int(w4.x > mine) + int(w4.y > mine) + int(w4.z > mine) + int(w4.w > mine);
+        }
+        const int cc = sw.cols[gg][p];
+        reinterpret_cast<uint16_t*>(ov)[gg * k + r] = __ldg(raw + int64_t(gg) * cols + cc);
+        oi[gg * k + r] = cc;
+      }
+    } else {
+      // Four outputs a lane a trip, their loads issued before their stores (one L1 / L2 round trip
+      // a trip, not one an output).
+      for (int e0 = 0; e0 < total; e0 += 128) {
+        int col[4], at[4];
+        uint16_t bits[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if (at[j] >= 0) {
-          reinterpret_cast<uint16_t*>(ov)[at[j]] = bits[j];
-          oi[at[j]] = col[j];
+        for (int j = 0; j < 4; ++j) {
+          const int e = e0 + 32 * j + lane;
+          const int gg = int((uint32_t(e) * inv_k) >> 20);
+          at[j] = e < total && (okmask >> (G * gg) & 1u) ? e : -1;
+          col[j] = at[j] >= 0 ? sw.cols[gg][e - gg * k] : 0;
+          bits[j] = at[j] >= 0 ? __ldg(raw + int64_t(gg) * cols + col[j]) : uint16_t(0);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (at[j] >= 0) {
+            reinterpret_cast<uint16_t*>(ov)[at[j]] = bits[j];
+            oi[at[j]] = col[j];
+          }
         }
       }
     }
@@ -589,15 +674,18 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
 
 // The kernel shape a launch takes: lanes a row G (elements a lane E = cols / G rounded up to a
 // shape), or 0: none.  Only 16-bit rows in whole 16-byte words, exact mode, index order (or
-// k = 1), k <= kStageK, a 16-byte aligned input.  pair_mode (torch.ops.rtopk._set_debug_pair_rows):
-// 1 wherever the shapes allow (193..256: G = 2, E = 128; 385..512: 4, 128; 513..768: 8, 96), 3 as
-// 1 with more lanes a row (193..256: 4, 64; 385..512: 8, 64), 2 never, 0 the measured dispatch.
-// Measured (H200, benchmarks/pair_modes.py, bf16 / fp16 randn, time against the lane / warp
-// kernels; notes v64): rows of 256 from 2^17 rows at k <= 32, G = 2: 0.66-0.77; G = 4 from 2^15
-// rows at k <= 96: 0.83-0.95 (G = 2 at k = 96: 0.99-1.10); k = 128 1.00-1.05 (G = 4) and 2^14
-// rows 0.90-1.45: not taken.  Rows of 512 from 2^15 rows, G = 4 at k <= 64: 0.63-0.86; G = 8 at
-// k = 96 / 128: 0.86-0.99; 2^14 rows 1.00-1.20: not taken.  Rows of 768, G = 8, every launch:
-// 0.61-0.92.  Other row lengths (257..448, 513..704) only when forced: not measured.
+// k = 1, or rank order for the k largest at k <= kPairSortK: the unsorted call's shape rules;
+// bf16 randn 0.58-0.85 of the time of the paths it replaces, notes v66), k <= kStageK, a 16-byte
+// aligned input.  pair_mode (torch.ops.rtopk._set_debug_pair_rows): 1 wherever the shapes allow
+// (193..256: G = 2, E = 128; 385..512: 4, 128; 513..768: 8, 96), 3 as 1 with more lanes a row
+// (193..256: 4, 64; 385..512: 8, 64), 2 never, 0 the measured dispatch. Measured (H200,
+// benchmarks/pair_modes.py, bf16 / fp16 randn, time against the lane / warp kernels; notes v64):
+// rows of 256 from 2^17 rows at k <= 32, G = 2: 0.66-0.77; G = 4 from 2^15 rows at k <= 96:
+// 0.83-0.95 (G = 2 at k = 96: 0.99-1.10); k = 128 1.00-1.05 (G = 4) and 2^14 rows 0.90-1.45: not
+// taken.  Rows of 512 from 2^15 rows, G = 4 at k
+// <= 64: 0.63-0.86; G = 8 at k = 96 / 128: 0.86-0.99; 2^14 rows 1.00-1.20: not taken.  Rows of 768,
+// G = 8, every launch: 0.61-0.92.  Other row lengths (257..448, 513..704) only when forced: not
+// measured.
 constexpr int64_t kPairMinRows = int64_t(1) << 15;
 template <typename scalar_t>
 inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
@@ -605,7 +693,9 @@ inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
     return 0;
   } else {
     const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
-    if (a.pair_mode == 2 || !exact || (a.sorted && a.k > 1) || a.k > kStageK || a.cols % 8 != 0 ||
+    // (Rank order: the k largest at k <= kPairSortK only; notes v65 item 12.)
+    const bool sorted_ok = !(a.sorted && a.k > 1) || (a.largest && a.k <= kPairSortK);
+    if (a.pair_mode == 2 || !exact || !sorted_ok || a.k > kStageK || a.cols % 8 != 0 ||
         reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return 0;
     const bool forced = a.pair_mode == 1 || a.pair_mode == 3;
@@ -646,8 +736,9 @@ template <typename scalar_t, int G, int E>
 void launch_pair_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                         cudaStream_t stream) {
   using C = PairCfg<G, E>;
-  const auto kernel =
-      a.largest ? pair_rows_kernel<scalar_t, G, E, true> : pair_rows_kernel<scalar_t, G, E, false>;
+  const auto kernel = !a.largest            ? pair_rows_kernel<scalar_t, G, E, false>
+                      : a.sorted && a.k > 1 ? pair_rows_kernel<scalar_t, G, E, true, true>
+                                            : pair_rows_kernel<scalar_t, G, E, true>;
   const int64_t warps = (a.rows + C::kRows - 1) / C::kRows;
   const int64_t blocks = (warps + kPairBlockWarps - 1) / kPairBlockWarps;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7FFFFFFF));

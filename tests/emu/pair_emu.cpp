@@ -1,9 +1,10 @@
 // The packed-pair kernel (csrc/cuda/rtopk_pair_rows.cuh) on the warp emulator: reads rows from a
-// file, runs pair_rows_kernel<T, G, E, largest> over a grid of one-warp blocks (the kernel's
-// `level` as the launch computes it), writes the outputs (poisoned first: unwritten slots show).
-// Driven by tests/test_pair_emu.py.
+// file, runs pair_rows_kernel<T, G, E, largest, sorted> over a grid of one-warp blocks (the
+// kernel's `level` as the launch computes it), writes the outputs (poisoned first: unwritten slots
+// show). Driven by tests/test_pair_emu.py.
 //   pair_emu DTYPE(f16|bf16) G E LARGEST ROWS COLS K GRID IN OUT_V OUT_I
-//   (G, E: 2 128, 4 64, 4 128, 8 64 or 8 96)
+//   (G, E: 2 128, 4 64, 4 128, 8 64 or 8 96; LARGEST 0 the k smallest, 1 the k largest, 2 the k
+//   largest in rank order)
 #include <string>
 
 #include "warp_emu.h"
@@ -14,12 +15,14 @@
 namespace {
 
 template <typename T, int G, int E>
-void run(bool largest, int64_t rows, int cols, int k, unsigned grid, char** files) {
+void run(int largest, int64_t rows, int cols, int k, unsigned grid, char** files) {
   using namespace rtopk::cuda_detail;
   const int level = pair_level(cols, k, G, E);
   emu::run_topk<T>(files, rows, cols, k, grid, kPairBlockWarps * 32,
                    [&](const T* in, T* ov, int64_t* oi) {
-                     if (largest)
+                     if (largest == 2)
+                       pair_rows_kernel<T, G, E, true, true>(in, ov, oi, rows, cols, k, level);
+                     else if (largest)
                        pair_rows_kernel<T, G, E, true>(in, ov, oi, rows, cols, k, level);
                      else
                        pair_rows_kernel<T, G, E, false>(in, ov, oi, rows, cols, k, level);
@@ -27,7 +30,7 @@ void run(bool largest, int64_t rows, int cols, int k, unsigned grid, char** file
 }
 
 template <typename T>
-bool run_shape(int g, int e, bool largest, int64_t rows, int cols, int k, unsigned grid,
+bool run_shape(int g, int e, int largest, int64_t rows, int cols, int k, unsigned grid,
                char** files) {
   if (g == 2 && e == 128)
     run<T, 2, 128>(largest, rows, cols, k, grid, files);
@@ -53,7 +56,7 @@ int main(int argc, char** argv) {
   }
   const std::string dtype = argv[1];
   const int g = std::atoi(argv[2]), e = std::atoi(argv[3]);
-  const bool largest = std::atoi(argv[4]) != 0;
+  const int largest = std::atoi(argv[4]);
   const int64_t rows = std::atoll(argv[5]);
   const int cols = std::atoi(argv[6]), k = std::atoi(argv[7]);
   const unsigned grid = unsigned(std::atoi(argv[8]));
