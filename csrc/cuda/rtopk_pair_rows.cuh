@@ -224,12 +224,14 @@ constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
 constexpr int kPairValueSteps = 12;
 // Rank order in the kernel (the k largest only): k <= kPairSortK, each output ranked against its
 // row's k by counting (k^2 / 16 warp instructions a row; notes v65 item 12).  The rank keys sit
-// in the row's staging past the columns: kPairSortK 32-bit keys from kPairKeyAt (16-byte aligned).
+// in the row's staging past the columns: kPairSortK 32-bit keys from kPairKeyAt (16-byte aligned),
+// then the outputs' value bits from kPairValAt (the flush reads them there, not from the row).
 constexpr int kPairSortK = 32;
 constexpr int kPairKeyAt = 40;
+constexpr int kPairValAt = kPairKeyAt + 2 * kPairSortK;
 static_assert(kPairKeyAt >= kPairSortK && kPairKeyAt % 8 == 0 &&
-                  kPairKeyAt + 2 * kPairSortK <= kStageK + 8,
-              "the rank keys fit in a row's staging past its columns");
+                  kPairValAt + kPairSortK <= kStageK + 8,
+              "the rank keys and values fit in a row's staging past its columns");
 
 // A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
 // values rank by index: the low 16 bits of the 32-bit key hold 0xFFFF - position).
@@ -601,32 +603,49 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     const uint16_t* const raw = reinterpret_cast<const uint16_t*>(in + r0 * int64_t(cols));
     const int total = nrows * k;
     if constexpr (kSorted) {
-      // Rank order: each output's rank key into its row's staging (past the columns; the slots
-      // up to a multiple of 4 past k zero: below every key), then each output ranked by counting
-      // the keys above its own, four a shared load.
-      const int kq = (k + 3) & ~3;
-      for (int e = lane; e < nrows * kq; e += 32) {
-        const int gg = e / kq, p = e - gg * kq;
-        uint32_t key = 0u;
-        if (p < k) {
-          const int cc = sw.cols[gg][p];
-          key = pair_rank_key<Ops>(__ldg(raw + int64_t(gg) * cols + cc), p);
+      // Rank order: each output's rank key and value bits into its row's staging (past the
+      // columns; the key slots up to a multiple of 4 past k zero: below every key), the values'
+      // loads four a lane issued before their stores; then each output ranked by counting the
+      // keys above its own, four a shared load, and written at its rank from the staging.
+      const int kq = (k + 3) & ~3, nk = nrows * kq;
+      const uint32_t inv_kq = ((1u << 20) + uint32_t(kq) - 1u) / uint32_t(kq);
+      for (int e0 = 0; e0 < nk; e0 += 128) {
+        int at[4], pp[4];
+        uint16_t bits[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int e = e0 + 32 * j + lane;
+          const int gg = int((uint32_t(e) * inv_kq) >> 20);
+          at[j] = e < nk ? gg : -1;
+          pp[j] = e - gg * kq;
+          const bool real = at[j] >= 0 && pp[j] < k;
+          const int cc = real ? sw.cols[gg][pp[j]] : 0;
+          bits[j] = real ? __ldg(raw + int64_t(gg) * cols + cc) : uint16_t(0);
         }
-        reinterpret_cast<uint32_t*>(sw.cols[gg] + kPairKeyAt)[p] = key;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          if (at[j] >= 0) {
+            uint16_t* const row = sw.cols[at[j]];
+            const bool real = pp[j] < k;
+            reinterpret_cast<uint32_t*>(row + kPairKeyAt)[pp[j]] =
+                real ? pair_rank_key<Ops>(bits[j], pp[j]) : 0u;
+            if (real) row[kPairValAt + pp[j]] = bits[j];
+          }
+        }
       }
       __syncwarp();
       for (int e = lane; e < total; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20), p = e - gg * k;
-        const uint4* const keys = reinterpret_cast<const uint4*>(sw.cols[gg] + kPairKeyAt);
+        const uint16_t* const row = sw.cols[gg];
+        const uint4* const keys = reinterpret_cast<const uint4*>(row + kPairKeyAt);
         const uint32_t mine = reinterpret_cast<const uint32_t*>(keys)[p];
         int r = 0;
         for (int q = 0; q < kq / 4; ++q) {
           const uint4 w4 = keys[q];
           r += int(w4.x > mine) + int(w4.y > mine) + int(w4.z > mine) + int(w4.w > mine);
         }
-        const int cc = sw.cols[gg][p];
-        reinterpret_cast<uint16_t*>(ov)[gg * k + r] = __ldg(raw + int64_t(gg) * cols + cc);
-        oi[gg * k + r] = cc;
+        reinterpret_cast<uint16_t*>(ov)[gg * k + r] = row[kPairValAt + p];
+        oi[gg * k + r] = row[p];
       }
     } else {
       // Four outputs a lane a trip, their loads issued before their stores (one L1 / L2 round trip
