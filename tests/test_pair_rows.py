@@ -1,7 +1,7 @@
 """The packed-pair kernels (csrc/cuda/rtopk_pair_rows.cuh): exact top-k of float16 / bfloat16 rows of 193..256,
-385..512 and 513..768 elements in whole 16-byte words, in index order (or, for the k largest at k <= 32, in rank
-order), searched on two values a 32-bit word.  Against the CPU backend bit for bit, with
-the kernels taken wherever the shapes allow (pair mode 1, ahead of the small-row kernels too), with more lanes a row
+385..512 and 513..768 elements in whole 16-byte words, in index order (or, for the k largest at k <= 64, 32 at rows
+of 256, in rank order), searched on two values a 32-bit word.  Against the CPU backend bit for bit, with the
+kernels taken wherever the shapes allow (pair mode 1, ahead of the small-row kernels too), with more lanes a row
 (mode 3) and never (mode 2), every kind of row mixed in one launch, both directions, k from 1 to 128 (the bracket's
 low end from each group width and from the row minimum; the ties' quota on both sides of a lane's share).  The
 kernel tests are skipped without CUDA."""
@@ -57,11 +57,12 @@ def test_pair_rows_match_cpu(dtype, M, pair_mode):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", LENGTHS)
 def test_pair_rows_rank_order_match_cpu(dtype, M, pair_mode):
-    """Rank order in the kernels (the k largest, k <= 32): every kind of row mixed, against the CPU's sorted answer."""
+    """Rank order in the kernels (the k largest, k <= 64; 32 at rows of 256 and at two lanes a row: k = 33 / 64 leave
+    the kernels there): every kind of row mixed, against the CPU's sorted answer."""
     gen = torch.Generator().manual_seed(3000 * M + DTYPES.index(dtype))
     x = rows_of_kinds(M, dtype, gen)
     xc = x.cpu()
-    for k in (2, 7, 16, 17, 32):
+    for k in (2, 7, 16, 17, 32, 33, 64):
         ref = rtopk.topk(xc, k, largest=True, sorted=True)
         for mode in (1, 3, 2):
             pair_mode(mode)
@@ -83,7 +84,7 @@ def test_pair_rows_many_rows(dtype, pair_mode):
         x[::3] = (torch.round(x[::3].double() * 8) / 8).to(dtype)
         x = x.cuda()
         ref = rtopk.topk(x.cpu(), k, sorted=False)
-        ref_sorted = rtopk.topk(x.cpu(), k, sorted=True) if k <= 32 else None
+        ref_sorted = rtopk.topk(x.cpu(), k, sorted=True) if k <= 64 else None
         for mode in (0, 1, 3):
             pair_mode(mode)
             got = rtopk.rtopk(x, k)

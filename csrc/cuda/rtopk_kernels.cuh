@@ -1031,7 +1031,7 @@ bool launch_rtopk(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch
   if constexpr (sizeof(scalar_t) == 2) {
     if (const int g = pair_rows_shape(in, a)) {
       launch_pair_rows<scalar_t>(in, ov, oi, a, g, stream);
-      return a.sorted;  // (rank order where asked: the k largest at k <= kPairSortK, or k == 1)
+      return a.sorted;  // (rank order where asked: the k largest at k <= pair_sort_k(G), or k == 1)
     }
   }
   if (launch_small_rows<scalar_t>(in, ov, oi, a, stream)) return a.sorted;

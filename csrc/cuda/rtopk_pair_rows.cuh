@@ -20,9 +20,9 @@
 //           more: heavy tails, values spread over many binades);
 //   emit:   a mask a chunk (one set.ge and one LOP3 a word), the ties' masks trimmed to their
 //           quota, the columns staged in index order, then flushed coalesced, the values re-read
-//           from the row (L1 / L2); rank order (the k largest, k <= kPairSortK): each output
-//           ranked by counting the row's 32-bit keys (value order, then index) above its own and
-//           written at its rank.
+//           from the row (L1 / L2); rank order (the k largest, k <= 32 at G = 2, 64 else): each
+//           output ranked by counting the row's 32-bit keys (value order, then index) above its own
+//           and written at its rank.
 // NaN and +inf (directed) are taken ahead of the search when fewer than k (NaN for the k smallest
 // set below every value), and the first k of them by rank and index, with no search, when more;
 // a row whose k-th value is -inf tied with such a NaN is left to the value kernel's row body
@@ -222,16 +222,13 @@ constexpr int kPairBlockWarps = 1;
 constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
 // Value midpoints for this many steps, then key midpoints (each step then halves the key range).
 constexpr int kPairValueSteps = 12;
-// Rank order in the kernel (the k largest only): k <= kPairSortK, each output ranked against its
-// row's k by counting (k^2 / 16 warp instructions a row; notes v65 item 12).  The rank keys sit
-// in the row's staging past the columns: kPairSortK 32-bit keys from kPairKeyAt (16-byte aligned),
-// then the outputs' value bits from kPairValAt (the flush reads them there, not from the row).
-constexpr int kPairSortK = 32;
-constexpr int kPairKeyAt = 40;
-constexpr int kPairValAt = kPairKeyAt + 2 * kPairSortK;
-static_assert(kPairKeyAt >= kPairSortK && kPairKeyAt % 8 == 0 &&
-                  kPairValAt + kPairSortK <= kStageK + 8,
-              "the rank keys and values fit in a row's staging past its columns");
+// Rank order in the kernel (the k largest only): k <= pair_sort_k(G), each output ranked against
+// its row's k by counting (k^2 / 16 warp instructions a row; notes v65 item 12, v66).  The rank
+// keys sit in the row's staging past the columns (PairSmem: 32-bit keys from kKeyAt, 16-byte
+// aligned), then the outputs' value bits (kValAt: the flush reads them there, not from the row).
+// G = 2 (16 rows a warp) stops at 32: its staging at 64 would take 8.4 KB a warp.
+constexpr int pair_sort_k(int G) { return G == 2 ? 32 : 64; }
+constexpr int kPairSortKMax = 64;
 
 // A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
 // values rank by index: the low 16 bits of the 32-bit key hold 0xFFFF - position).
@@ -245,10 +242,18 @@ __device__ __forceinline__ uint32_t pair_rank_key(uint32_t b, int p) {
   return (hi << 16) | (0xFFFFu - uint32_t(p));
 }
 
-template <int G, int E>
+template <int G, int E, bool kSorted = false>
 struct PairSmem {
   using C = PairCfg<G, E>;
   using B = WarpValueBufs<C::kVpt, false>;
+  // A row's staging: its columns (at most kStageK), or in rank order its k <= kSortK columns,
+  // their keys from kKeyAt and their values from kValAt.
+  static constexpr int kSortK = pair_sort_k(G);
+  static constexpr int kKeyAt = kSortK + 8;
+  static constexpr int kValAt = kKeyAt + 2 * kSortK;
+  static constexpr int kStride =
+      kSorted && kValAt + kSortK > kPairOutStride ? kValAt + kSortK : kPairOutStride;
+  static_assert(kKeyAt % 8 == 0 && kStride % 8 == 0, "16-byte aligned keys and rows");
   struct Fallback {
     typename B::Val val;
     typename B::Idx idx;
@@ -257,7 +262,7 @@ struct PairSmem {
     alignas(16) typename B::Sort sort;
   };
   union alignas(16) Warp {
-    uint16_t cols[C::kRows][kPairOutStride];
+    uint16_t cols[C::kRows][kStride];
     Fallback fb;
   };
 };
@@ -274,7 +279,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
   static_assert(kLargest || !kSorted, "rank order for the k largest only");
   using C = PairCfg<G, E>;
   using Ops = PairOps<scalar_t>;
-  using S = PairSmem<G, E>;
+  using S = PairSmem<G, E, kSorted>;
   __shared__ typename S::Warp smem[kPairBlockWarps];
   const int lane = threadIdx.x & 31;
   const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);  // (warp-uniform loop)
@@ -627,9 +632,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
           if (at[j] >= 0) {
             uint16_t* const row = sw.cols[at[j]];
             const bool real = pp[j] < k;
-            reinterpret_cast<uint32_t*>(row + kPairKeyAt)[pp[j]] =
+            reinterpret_cast<uint32_t*>(row + S::kKeyAt)[pp[j]] =
                 real ? pair_rank_key<Ops>(bits[j], pp[j]) : 0u;
-            if (real) row[kPairValAt + pp[j]] = bits[j];
+            if (real) row[S::kValAt + pp[j]] = bits[j];
           }
         }
       }
@@ -637,14 +642,14 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       for (int e = lane; e < total; e += 32) {
         const int gg = int((uint32_t(e) * inv_k) >> 20), p = e - gg * k;
         const uint16_t* const row = sw.cols[gg];
-        const uint4* const keys = reinterpret_cast<const uint4*>(row + kPairKeyAt);
+        const uint4* const keys = reinterpret_cast<const uint4*>(row + S::kKeyAt);
         const uint32_t mine = reinterpret_cast<const uint32_t*>(keys)[p];
         int r = 0;
         for (int q = 0; q < kq / 4; ++q) {
           const uint4 w4 = keys[q];
           r += int(w4.x > mine) + int(w4.y > mine) + int(w4.z > mine) + int(w4.w > mine);
         }
-        reinterpret_cast<uint16_t*>(ov)[gg * k + r] = row[kPairValAt + p];
+        reinterpret_cast<uint16_t*>(ov)[gg * k + r] = row[S::kValAt + p];
         oi[gg * k + r] = row[p];
       }
     } else {
@@ -706,32 +711,39 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
 // G = 8, every launch: 0.61-0.92.  Other row lengths (257..448, 513..704) only when forced: not
 // measured.
 constexpr int64_t kPairMinRows = int64_t(1) << 15;
+// (pair_rows_shape's lanes a row for the launch's shape, before the rank-order limit.)
+inline int pair_rows_lanes(const RowLaunch& a) {
+  const bool forced = a.pair_mode == 1 || a.pair_mode == 3;
+  const bool wide = a.pair_mode == 3;
+  if (a.cols >= PairCfg<2, 128>::kMinCols && a.cols <= 256) {
+    if (forced) return wide ? 4 : 2;
+    // (k <= 8: the network kernel's, rtopk_net_rows.cuh, as before.)
+    if (a.rows < kPairMinRows || a.k <= 8 || a.k > 96) return 0;
+    return a.k <= 32 && a.rows >= (int64_t(1) << 17) ? 2 : 4;
+  }
+  if (a.cols >= PairCfg<4, 128>::kMinCols && a.cols <= 512) {
+    if (forced) return wide ? 8 : 4;
+    if (a.rows < kPairMinRows || a.cols < 449) return 0;
+    return a.k <= 64 ? 4 : 8;
+  }
+  if (a.cols >= PairCfg<8, 96>::kMinCols && a.cols <= 768) return forced || a.cols >= 705 ? 8 : 0;
+  return 0;
+}
 template <typename scalar_t>
 inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
   if constexpr (sizeof(scalar_t) != 2) {
     return 0;
   } else {
     const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
-    // (Rank order: the k largest at k <= kPairSortK only; notes v65 item 12.)
-    const bool sorted_ok = !(a.sorted && a.k > 1) || (a.largest && a.k <= kPairSortK);
-    if (a.pair_mode == 2 || !exact || !sorted_ok || a.k > kStageK || a.cols % 8 != 0 ||
-        reinterpret_cast<uintptr_t>(in) % 16 != 0)
+    // (Rank order: the k largest at k <= pair_sort_k(G) only; notes v65 item 12, v66.)
+    const bool ranked = a.sorted && a.k > 1;
+    if (a.pair_mode == 2 || !exact || (ranked && (!a.largest || a.k > kPairSortKMax)) ||
+        a.k > kStageK || a.cols % 8 != 0 || reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return 0;
-    const bool forced = a.pair_mode == 1 || a.pair_mode == 3;
-    const bool wide = a.pair_mode == 3;
-    if (a.cols >= PairCfg<2, 128>::kMinCols && a.cols <= 256) {
-      if (forced) return wide ? 4 : 2;
-      // (k <= 8: the network kernel's, rtopk_net_rows.cuh, as before.)
-      if (a.rows < kPairMinRows || a.k <= 8 || a.k > 96) return 0;
-      return a.k <= 32 && a.rows >= (int64_t(1) << 17) ? 2 : 4;
-    }
-    if (a.cols >= PairCfg<4, 128>::kMinCols && a.cols <= 512) {
-      if (forced) return wide ? 8 : 4;
-      if (a.rows < kPairMinRows || a.cols < 449) return 0;
-      return a.k <= 64 ? 4 : 8;
-    }
-    if (a.cols >= PairCfg<8, 96>::kMinCols && a.cols <= 768) return forced || a.cols >= 705 ? 8 : 0;
-    return 0;
+    // (Rows of 256 stop at 32: at k = 64 the count, 64 keys an output, cost 1.21x the old sorted
+    // path's time; at 512 / 768 0.72-0.79; notes v66 item 3.)
+    const int g = pair_rows_lanes(a);
+    return ranked && a.k > (a.cols <= 256 ? 32 : pair_sort_k(g)) ? 0 : g;
   }
 }
 
