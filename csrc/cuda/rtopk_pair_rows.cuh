@@ -611,7 +611,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       // Rank order: each output's rank key and value bits into its row's staging (past the
       // columns; the key slots up to a multiple of 4 past k zero: below every key), the values'
       // loads four a lane issued before their stores; then each output ranked by counting the
-      // keys above its own, four a shared load, and written at its rank from the staging.
+      // keys above its own, four a shared load, and written at its rank from the staging.  (No
+      // row here is left to the fallback: those arise for the k smallest only.)
       const int kq = (k + 3) & ~3, nk = nrows * kq;
       const uint32_t inv_kq = ((1u << 20) + uint32_t(kq) - 1u) / uint32_t(kq);
       for (int e0 = 0; e0 < nk; e0 += 128) {
