@@ -35,6 +35,17 @@ def rows_of_kinds(M, dtype, gen, per_kind=7):
     return x[torch.randperm(x.shape[0], generator=gen)]
 
 
+def modes_match_cpu(x, xc, k, pair_mode, ctx, **kw):
+    """rtopk.topk(x, k, **kw) with the pair kernels taken wherever the shapes allow (mode 1), with more lanes a row (3)
+    and never (2), each bit for bit against the CPU backend's answer on xc."""
+    ref = rtopk.topk(xc, k, **kw)
+    for mode in (1, 3, 2):
+        pair_mode(mode)
+        got = rtopk.topk(x, k, **kw)
+        assert torch.equal(got[1].cpu(), ref[1]), f"mode={mode} {ctx}"
+        assert torch.equal(bits(got[0].cpu()), bits(ref[0])), f"mode={mode} {ctx}"
+
+
 @needs_cuda
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", LENGTHS)
@@ -44,13 +55,8 @@ def test_pair_rows_match_cpu(dtype, M, pair_mode):
     xc = x.cpu()
     for k in KS:
         for largest in (True, False):
-            ref = rtopk.topk(xc, k, largest=largest, sorted=False)
-            for mode in (1, 3, 2):
-                pair_mode(mode)
-                got = rtopk.topk(x, k, largest=largest, sorted=False)
-                ctx = f"mode={mode} M={M} k={k} largest={largest} dtype={dtype}"
-                assert torch.equal(got[1].cpu(), ref[1]), ctx
-                assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
+            ctx = f"M={M} k={k} largest={largest} dtype={dtype}"
+            modes_match_cpu(x, xc, k, pair_mode, ctx, largest=largest, sorted=False)
 
 
 @needs_cuda
@@ -63,13 +69,7 @@ def test_pair_rows_rank_order_match_cpu(dtype, M, pair_mode):
     x = rows_of_kinds(M, dtype, gen)
     xc = x.cpu()
     for k in (2, 7, 16, 17, 32, 33, 64):
-        ref = rtopk.topk(xc, k, largest=True, sorted=True)
-        for mode in (1, 3, 2):
-            pair_mode(mode)
-            got = rtopk.topk(x, k, largest=True, sorted=True)
-            ctx = f"mode={mode} M={M} k={k} dtype={dtype}"
-            assert torch.equal(got[1].cpu(), ref[1]), ctx
-            assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
+        modes_match_cpu(x, xc, k, pair_mode, f"M={M} k={k} dtype={dtype}", largest=True, sorted=True)
 
 
 @needs_cuda
