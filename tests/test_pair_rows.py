@@ -1,8 +1,8 @@
 """The packed-pair kernels (csrc/cuda/rtopk_pair_rows.cuh): exact top-k of float16 / bfloat16 rows of 193..256,
-385..512 and 513..768 elements in whole 16-byte words, in index order (or, for the k largest at k <= 64, 32 at rows
-of 256, in rank order), searched on two values a 32-bit word.  Against the CPU backend bit for bit, with the
-kernels taken wherever the shapes allow (pair mode 1, ahead of the small-row kernels too), with more lanes a row
-(mode 3) and never (mode 2), every kind of row mixed in one launch, both directions, k from 1 to 128 (the bracket's
+385..512 and 513..768 elements in whole 16-byte words, in index order (or, for the k largest at k <= 128, 32 / 64 at
+two / four lanes a row, in rank order), searched on two values a 32-bit word.  Against the CPU backend bit for bit,
+with the kernels taken wherever the shapes allow (pair mode 1, ahead of the small-row kernels too), with more lanes a
+row (mode 3) and never (mode 2), every kind of row mixed in one launch, both directions, k from 1 to 128 (the bracket's
 low end from each group width and from the row minimum; the ties' quota on both sides of a lane's share).  The
 kernel tests are skipped without CUDA."""
 
@@ -63,12 +63,13 @@ def test_pair_rows_match_cpu(dtype, M, pair_mode):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", LENGTHS)
 def test_pair_rows_rank_order_match_cpu(dtype, M, pair_mode):
-    """Rank order in the kernels (the k largest, k <= 64; 32 at rows of 256 and at two lanes a row: k = 33 / 64 leave
-    the kernels there): every kind of row mixed, against the CPU's sorted answer."""
+    """Rank order in the kernels (the k largest; k <= 32 counted, past it a bitonic network: k <= 32 / 64 / 128 at
+    two / four / eight lanes a row, larger k leave the kernels): every kind of row mixed, against the CPU's sorted
+    answer."""
     gen = torch.Generator().manual_seed(3000 * M + DTYPES.index(dtype))
     x = rows_of_kinds(M, dtype, gen)
     xc = x.cpu()
-    for k in (2, 7, 16, 17, 32, 33, 64):
+    for k in (2, 7, 16, 17, 32, 33, 64, 100, 128):
         modes_match_cpu(x, xc, k, pair_mode, f"M={M} k={k} dtype={dtype}", largest=True, sorted=True)
 
 
@@ -84,17 +85,16 @@ def test_pair_rows_many_rows(dtype, pair_mode):
         x[::3] = (torch.round(x[::3].double() * 8) / 8).to(dtype)
         x = x.cuda()
         ref = rtopk.topk(x.cpu(), k, sorted=False)
-        ref_sorted = rtopk.topk(x.cpu(), k, sorted=True) if k <= 64 else None
+        ref_sorted = rtopk.topk(x.cpu(), k, sorted=True)
         for mode in (0, 1, 3):
             pair_mode(mode)
             got = rtopk.rtopk(x, k)
             ctx = f"mode={mode} M={M} k={k} dtype={dtype}"
             assert torch.equal(got[1].cpu(), ref[1]), ctx
             assert torch.equal(bits(got[0].cpu()), bits(ref[0])), ctx
-            if ref_sorted is not None:
-                got = rtopk.topk(x, k, sorted=True)
-                assert torch.equal(got[1].cpu(), ref_sorted[1]), ctx + " sorted"
-                assert torch.equal(bits(got[0].cpu()), bits(ref_sorted[0])), ctx + " sorted"
+            got = rtopk.topk(x, k, sorted=True)
+            assert torch.equal(got[1].cpu(), ref_sorted[1]), ctx + " sorted"
+            assert torch.equal(bits(got[0].cpu()), bits(ref_sorted[0])), ctx + " sorted"
 
 
 def test_pair_rows_mode_checked():

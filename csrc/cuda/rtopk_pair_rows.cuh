@@ -20,9 +20,10 @@
 //           more: heavy tails, values spread over many binades);
 //   emit:   a mask a chunk (one set.ge and one LOP3 a word), the ties' masks trimmed to their
 //           quota, the columns staged in index order, then flushed coalesced, the values re-read
-//           from the row (L1 / L2); rank order (the k largest, k <= 32 at G = 2, 64 else): each
-//           output ranked by counting the row's 32-bit keys (value order, then index) above its own
-//           and written at its rank.
+//           from the row (L1 / L2); rank order (the k largest, k <= 32 / 64 / 128 at G = 2 / 4 /
+//           8): at k <= 32 each output ranked by counting the row's 32-bit keys (value order,
+//           then index) above its own and written at its rank, past it the keys sorted by a
+//           bitonic network.
 // NaN and +inf (directed) are taken ahead of the search when fewer than k (NaN for the k smallest
 // set below every value), and the first k of them by rank and index, with no search, when more;
 // a row whose k-th value is -inf tied with such a NaN is left to the value kernel's row body
@@ -222,13 +223,17 @@ constexpr int kPairBlockWarps = 1;
 constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
 // Value midpoints for this many steps, then key midpoints (each step then halves the key range).
 constexpr int kPairValueSteps = 12;
-// Rank order in the kernel (the k largest only): k <= pair_sort_k(G), each output ranked against
-// its row's k by counting (k^2 / 16 warp instructions a row; notes v65 item 12, v66).  The rank
-// keys sit in the row's staging past the columns (PairSmem: 32-bit keys from kKeyAt, 16-byte
-// aligned), then the outputs' value bits (kValAt: the flush reads them there, not from the row).
-// G = 2 (16 rows a warp) stops at 32: its staging at 64 would take 8.4 KB a warp.
-constexpr int pair_sort_k(int G) { return G == 2 ? 32 : 64; }
-constexpr int kPairSortKMax = 64;
+// Rank order in the kernel (the k largest only), k <= pair_sort_k(G): at k <= kPairCountK each
+// output ranked against its row's k by counting (k^2 / 16 warp instructions a row; notes v65 item
+// 12, v66), the rank keys in the row's staging past the columns (PairSmem: 32-bit keys from
+// kKeyAt, 16-byte aligned), then the outputs' value bits (kValAt: the flush reads them there, not
+// from the row); past it (G >= 4) the keys sorted in registers by a bitonic network, 16 a lane,
+// a row's in a segment of P = 64 or 128 (the warp's 512 keys: 32 / G rows of at most 16 G),
+// staged from kNetKeyAt, the values from kNetValAt.  (G = 2, 16 rows a warp, stops at 32: its
+// segments hold 32.)
+constexpr int kPairCountK = 32;
+constexpr int pair_sort_k(int G) { return 16 * G < 128 ? 16 * G : 128; }
+constexpr int kPairSortKMax = 128;
 
 // A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
 // values rank by index: the low 16 bits of the 32-bit key hold 0xFFFF - position).
@@ -242,18 +247,118 @@ __device__ __forceinline__ uint32_t pair_rank_key(uint32_t b, int p) {
   return (hi << 16) | (0xFFFFu - uint32_t(p));
 }
 
+// Rank order by a bitonic network (the k largest, kPairCountK < k <= P_MAX): each row's keys in a
+// segment of P = 64 or 128 (the least power of two >= k; padding keys 0, below every real key:
+// their low halves are 0xFFFF - position) staged from KEY_AT with the values from VAL_AT, loads
+// and stores coalesced (output e of the warp by lane e % 32); then key i of the warp (row i / P,
+// position i % P) in lane i / 16's register i % 16, four 16-byte shared loads a lane, sorted
+// descending in registers (strides < 16 within a lane, wider ones by shuffles) and stored back;
+// then output e written from the staged column and value its sorted key names.
+template <typename Ops, int P_MAX, int STRIDE, int KEY_AT, int VAL_AT, typename scalar_t>
+__device__ __forceinline__ void pair_rank_network(uint16_t (*rows)[STRIDE], const uint16_t* raw,
+                                                  scalar_t* ov, int64_t* oi, int nrows, int cols,
+                                                  int k, uint32_t inv_k, int lane) {
+  static_assert(P_MAX * (32 / (P_MAX / 16)) == 512 && P_MAX <= 128, "16 keys a lane, a row's P");
+  const int lp = k > 64 ? 7 : k > 32 ? 6 : 5;  // (log2 P; P <= P_MAX by the dispatch)
+  const int P = 1 << lp, nk = nrows << lp;
+  for (int e0 = 0; e0 < nk; e0 += 128) {
+    int gg[4], pos[4];
+    uint16_t bits[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int e = e0 + 32 * j + lane;
+      gg[j] = e < nk ? e >> lp : -1;
+      pos[j] = e & (P - 1);
+      const bool real = gg[j] >= 0 && pos[j] < k;
+      const int cc = real ? rows[gg[j]][pos[j]] : 0;
+      bits[j] = real ? __ldg(raw + int64_t(gg[j]) * cols + cc) : uint16_t(0);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (gg[j] >= 0) {
+        const bool real = pos[j] < k;
+        reinterpret_cast<uint32_t*>(rows[gg[j]] + KEY_AT)[pos[j]] =
+            real ? pair_rank_key<Ops>(bits[j], pos[j]) : 0u;
+        if (real) rows[gg[j]][VAL_AT + pos[j]] = bits[j];
+      }
+    }
+  }
+  __syncwarp();
+  const int myrow = (lane * 16) >> lp, mypos = (lane * 16) & (P - 1);
+  const bool mine = myrow < nrows;
+  uint4* const seg = reinterpret_cast<uint4*>(
+      reinterpret_cast<uint32_t*>(rows[mine ? myrow : 0] + KEY_AT) + mypos);
+  uint32_t key[16];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const uint4 w = mine ? seg[q] : make_uint4(0u, 0u, 0u, 0u);
+    key[4 * q] = w.x;
+    key[4 * q + 1] = w.y;
+    key[4 * q + 2] = w.z;
+    key[4 * q + 3] = w.w;
+  }
+  // Merges of size s = 2 .. P: a block of s descending where bit s of i is clear, ascending where
+  // set, so each half of the next merge is bitonic; the last merge (s = P) descending throughout.
+#pragma unroll
+  for (int ls = 1; (1 << ls) <= P_MAX; ++ls) {
+    const int s = 1 << ls;
+    if (s > P) break;
+    const bool last = s == P;
+#pragma unroll
+    for (int lt = ls - 1; lt >= 0; --lt) {
+      const int t = 1 << lt;
+      if (t >= 16) {
+        const int lm = t / 16;
+        const bool lower = (lane & lm) == 0;
+        const bool desc = last || ((lane * 16) & s) == 0;  // (s >= 32: the lane's bits only)
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          const uint32_t o = __shfl_xor_sync(kFullMask, key[r], lm);
+          key[r] = desc == lower ? ::max(key[r], o) : ::min(key[r], o);
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < 16; ++r) {
+          if (r & t) continue;
+          const bool desc = last || ((lane * 16 + r) & s) == 0;
+          const uint32_t a = key[r], b = key[r | t];
+          const uint32_t hi = ::max(a, b), lo = ::min(a, b);
+          key[r] = desc ? hi : lo;
+          key[r | t] = desc ? lo : hi;
+        }
+      }
+    }
+  }
+  if (mine) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      seg[q] = make_uint4(key[4 * q], key[4 * q + 1], key[4 * q + 2], key[4 * q + 3]);
+  }
+  __syncwarp();
+  const int total = nrows * k;
+  for (int e = lane; e < total; e += 32) {
+    const int gg = int((uint32_t(e) * inv_k) >> 20), rank = e - gg * k;
+    const uint16_t* const row = rows[gg];
+    const int p = int(0xFFFFu - (reinterpret_cast<const uint32_t*>(row + KEY_AT)[rank] & 0xFFFFu));
+    reinterpret_cast<uint16_t*>(ov)[e] = row[VAL_AT + p];
+    oi[e] = row[p];
+  }
+}
+
 template <int G, int E, bool kSorted = false>
 struct PairSmem {
   using C = PairCfg<G, E>;
   using B = WarpValueBufs<C::kVpt, false>;
-  // A row's staging: its columns (at most kStageK), or in rank order its k <= kSortK columns,
-  // their keys from kKeyAt and their values from kValAt.
-  static constexpr int kSortK = pair_sort_k(G);
-  static constexpr int kKeyAt = kSortK + 8;
-  static constexpr int kValAt = kKeyAt + 2 * kSortK;
-  static constexpr int kStride =
-      kSorted && kValAt + kSortK > kPairOutStride ? kValAt + kSortK : kPairOutStride;
-  static_assert(kKeyAt % 8 == 0 && kStride % 8 == 0, "16-byte aligned keys and rows");
+  // A row's staging: its columns (at most kStageK); in rank order by counting (k <= kPairCountK)
+  // its keys from kKeyAt and values from kValAt, by the network its values from kNetValAt.
+  static constexpr int kKeyAt = kPairCountK + 8;
+  static constexpr int kValAt = kKeyAt + 2 * kPairCountK;
+  static constexpr int kNetKeyAt = kPairOutStride;
+  static constexpr int kNetValAt = kNetKeyAt + 2 * pair_sort_k(G);
+  static constexpr int kStride = kSorted && G >= 4 ? kNetValAt + pair_sort_k(G) : kPairOutStride;
+  static_assert(kKeyAt % 8 == 0 && kNetKeyAt % 8 == 0 && kStride % 8 == 0 &&
+                    kValAt + kPairCountK <= kPairOutStride,
+                "16-byte aligned keys and rows; the counted rank's staging within the columns'");
   struct Fallback {
     typename B::Val val;
     typename B::Idx idx;
@@ -608,50 +713,55 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     const uint16_t* const raw = reinterpret_cast<const uint16_t*>(in + r0 * int64_t(cols));
     const int total = nrows * k;
     if constexpr (kSorted) {
-      // Rank order: each output's rank key and value bits into its row's staging (past the
-      // columns; the key slots up to a multiple of 4 past k zero: below every key), the values'
-      // loads four a lane issued before their stores; then each output ranked by counting the
-      // keys above its own, four a shared load, and written at its rank from the staging.  (No
-      // row here is left to the fallback: those arise for the k smallest only.)
-      const int kq = (k + 3) & ~3, nk = nrows * kq;
-      const uint32_t inv_kq = ((1u << 20) + uint32_t(kq) - 1u) / uint32_t(kq);
-      for (int e0 = 0; e0 < nk; e0 += 128) {
-        int at[4], pp[4];
-        uint16_t bits[4];
+      if (G >= 4 && k > kPairCountK) {
+        pair_rank_network<Ops, 16 * G, S::kStride, S::kNetKeyAt, S::kNetValAt>(
+            sw.cols, raw, ov, oi, nrows, cols, k, inv_k, lane);
+      } else {
+        // Rank order: each output's rank key and value bits into its row's staging (past the
+        // columns; the key slots up to a multiple of 4 past k zero: below every key), the values'
+        // loads four a lane issued before their stores; then each output ranked by counting the
+        // keys above its own, four a shared load, and written at its rank from the staging.  (No
+        // row here is left to the fallback: those arise for the k smallest only.)
+        const int kq = (k + 3) & ~3, nk = nrows * kq;
+        const uint32_t inv_kq = ((1u << 20) + uint32_t(kq) - 1u) / uint32_t(kq);
+        for (int e0 = 0; e0 < nk; e0 += 128) {
+          int at[4], pp[4];
+          uint16_t bits[4];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int e = e0 + 32 * j + lane;
-          const int gg = int((uint32_t(e) * inv_kq) >> 20);
-          at[j] = e < nk ? gg : -1;
-          pp[j] = e - gg * kq;
-          const bool real = at[j] >= 0 && pp[j] < k;
-          const int cc = real ? sw.cols[gg][pp[j]] : 0;
-          bits[j] = real ? __ldg(raw + int64_t(gg) * cols + cc) : uint16_t(0);
-        }
+          for (int j = 0; j < 4; ++j) {
+            const int e = e0 + 32 * j + lane;
+            const int gg = int((uint32_t(e) * inv_kq) >> 20);
+            at[j] = e < nk ? gg : -1;
+            pp[j] = e - gg * kq;
+            const bool real = at[j] >= 0 && pp[j] < k;
+            const int cc = real ? sw.cols[gg][pp[j]] : 0;
+            bits[j] = real ? __ldg(raw + int64_t(gg) * cols + cc) : uint16_t(0);
+          }
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          if (at[j] >= 0) {
-            uint16_t* const row = sw.cols[at[j]];
-            const bool real = pp[j] < k;
-            reinterpret_cast<uint32_t*>(row + S::kKeyAt)[pp[j]] =
-                real ? pair_rank_key<Ops>(bits[j], pp[j]) : 0u;
-            if (real) row[S::kValAt + pp[j]] = bits[j];
+          for (int j = 0; j < 4; ++j) {
+            if (at[j] >= 0) {
+              uint16_t* const row = sw.cols[at[j]];
+              const bool real = pp[j] < k;
+              reinterpret_cast<uint32_t*>(row + S::kKeyAt)[pp[j]] =
+                  real ? pair_rank_key<Ops>(bits[j], pp[j]) : 0u;
+              if (real) row[S::kValAt + pp[j]] = bits[j];
+            }
           }
         }
-      }
-      __syncwarp();
-      for (int e = lane; e < total; e += 32) {
-        const int gg = int((uint32_t(e) * inv_k) >> 20), p = e - gg * k;
-        const uint16_t* const row = sw.cols[gg];
-        const uint4* const keys = reinterpret_cast<const uint4*>(row + S::kKeyAt);
-        const uint32_t mine = reinterpret_cast<const uint32_t*>(keys)[p];
-        int r = 0;
-        for (int q = 0; q < kq / 4; ++q) {
-          const uint4 w4 = keys[q];
-          r += int(w4.x > mine) + int(w4.y > mine) + int(w4.z > mine) + int(w4.w > mine);
+        __syncwarp();
+        for (int e = lane; e < total; e += 32) {
+          const int gg = int((uint32_t(e) * inv_k) >> 20), p = e - gg * k;
+          const uint16_t* const row = sw.cols[gg];
+          const uint4* const keys = reinterpret_cast<const uint4*>(row + S::kKeyAt);
+          const uint32_t mine = reinterpret_cast<const uint32_t*>(keys)[p];
+          int r = 0;
+          for (int q = 0; q < kq / 4; ++q) {
+            const uint4 w4 = keys[q];
+            r += int(w4.x > mine) + int(w4.y > mine) + int(w4.z > mine) + int(w4.w > mine);
+          }
+          reinterpret_cast<uint16_t*>(ov)[gg * k + r] = row[S::kValAt + p];
+          oi[gg * k + r] = row[p];
         }
-        reinterpret_cast<uint16_t*>(ov)[gg * k + r] = row[S::kValAt + p];
-        oi[gg * k + r] = row[p];
       }
     } else {
       // Four outputs a lane a trip, their loads issued before their stores (one L1 / L2 round trip
@@ -741,10 +851,11 @@ inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
     if (a.pair_mode == 2 || !exact || (ranked && (!a.largest || a.k > kPairSortKMax)) ||
         a.k > kStageK || a.cols % 8 != 0 || reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return 0;
-    // (Rows of 256 stop at 32: at k = 64 the count, 64 keys an output, cost 1.21x the old sorted
-    // path's time; at 512 / 768 0.72-0.79; notes v66 item 3.)
+    // (At k = 33..64 the count, 64 keys an output, cost rows of 256 1.21x the old sorted path's
+    // time, rows of 512 / 768 0.72-0.79x, notes v66 item 3; the network instead: items 6 and 8,
+    // to be measured.)
     const int g = pair_rows_lanes(a);
-    return ranked && a.k > (a.cols <= 256 ? 32 : pair_sort_k(g)) ? 0 : g;
+    return ranked && a.k > pair_sort_k(g) ? 0 : g;
   }
 }
 
