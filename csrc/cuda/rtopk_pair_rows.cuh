@@ -809,7 +809,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
 
 // The kernel shape a launch takes: lanes a row G (elements a lane E = cols / G rounded up to a
 // shape), or 0: none.  Only 16-bit rows in whole 16-byte words, exact mode, index order (or
-// k = 1, or rank order for the k largest at k <= kPairSortK: the unsorted call's shape rules;
+// k = 1, or rank order for the k largest at k <= pair_sort_k(G): the unsorted call's shape rules;
 // bf16 randn 0.58-0.85 of the time of the paths it replaces, notes v66), k <= kStageK, a 16-byte
 // aligned input.  pair_mode (torch.ops.rtopk._set_debug_pair_rows): 1 wherever the shapes allow
 // (193..256: G = 2, E = 128; 385..512: 4, 128; 513..768: 8, 96), 3 as 1 with more lanes a row
@@ -851,9 +851,8 @@ inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
     if (a.pair_mode == 2 || !exact || (ranked && (!a.largest || a.k > kPairSortKMax)) ||
         a.k > kStageK || a.cols % 8 != 0 || reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return 0;
-    // (At k = 33..64 the count, 64 keys an output, cost rows of 256 1.21x the old sorted path's
-    // time, rows of 512 / 768 0.72-0.79x, notes v66 item 3; the network instead: items 6 and 8,
-    // to be measured.)
+    // (Past k = 32 the network over staged keys: bf16 sorted 0.68-0.86 of the time of the paths
+    // it replaced at k = 64..128, rows of 256 included; notes v67 item 1.)
     const int g = pair_rows_lanes(a);
     return ranked && a.k > pair_sort_k(g) ? 0 : g;
   }
