@@ -816,11 +816,12 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
 // (193..256: 4, 64; 385..512: 8, 64), 2 never, 0 the measured dispatch. Measured (H200,
 // benchmarks/pair_modes.py, bf16 / fp16 randn, time against the lane / warp kernels; notes v64):
 // rows of 256 from 2^17 rows at k <= 32, G = 2: 0.66-0.77; G = 4 from 2^15 rows at k <= 96:
-// 0.83-0.95 (G = 2 at k = 96: 0.99-1.10); k = 128 1.00-1.05 (G = 4) and 2^14 rows 0.90-1.45: not
-// taken.  Rows of 512 from 2^15 rows, G = 4 at k
-// <= 64: 0.63-0.86; G = 8 at k = 96 / 128: 0.86-0.99; 2^14 rows 1.00-1.20: not taken.  Rows of 768,
-// G = 8, every launch: 0.61-0.92.  Other row lengths (257..448, 513..704) only when forced: not
-// measured.
+// 0.83-0.95 (G = 2 at k = 96: 0.99-1.10); k = 128 1.00-1.05 (G = 4): not taken; fewer rows, G = 4
+// at k = 16 / 32 (2^14 rows): 0.91 / 0.93, at 64..128 1.05-1.16: not taken.  Rows of 512 from 2^17
+// rows, G = 4 at k <= 64: 0.63-0.86; G = 8 at k = 96 / 128: 0.86-0.99; fewer rows G = 8 (measured
+// at 2^14 .. 2^16 rows, notes v67 item 2: 0.85-0.97 where the old dispatch took the lane kernels or
+// G = 4).  Rows of 768, G = 8, every launch: 0.61-0.92.  Other row lengths (257..448, 513..704)
+// only when forced: not measured.
 constexpr int64_t kPairMinRows = int64_t(1) << 15;
 // (pair_rows_shape's lanes a row for the launch's shape, before the rank-order limit.)
 inline int pair_rows_lanes(const RowLaunch& a) {
@@ -829,13 +830,13 @@ inline int pair_rows_lanes(const RowLaunch& a) {
   if (a.cols >= PairCfg<2, 128>::kMinCols && a.cols <= 256) {
     if (forced) return wide ? 4 : 2;
     // (k <= 8: the network kernel's, rtopk_net_rows.cuh, as before.)
-    if (a.rows < kPairMinRows || a.k <= 8 || a.k > 96) return 0;
+    if (a.k <= 8 || a.k > (a.rows < kPairMinRows ? 32 : 96)) return 0;
     return a.k <= 32 && a.rows >= (int64_t(1) << 17) ? 2 : 4;
   }
   if (a.cols >= PairCfg<4, 128>::kMinCols && a.cols <= 512) {
     if (forced) return wide ? 8 : 4;
-    if (a.rows < kPairMinRows || a.cols < 449) return 0;
-    return a.k <= 64 ? 4 : 8;
+    if (a.cols < 449) return 0;
+    return a.k <= 64 && a.rows >= (int64_t(1) << 17) ? 4 : 8;
   }
   if (a.cols >= PairCfg<8, 96>::kMinCols && a.cols <= 768) return forced || a.cols >= 705 ? 8 : 0;
   return 0;
