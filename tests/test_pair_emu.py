@@ -82,7 +82,7 @@ def test_pair_kernel_rank_order_emulated(emulator, tmp_path, dtype, g, e, M):
     by side as above, bit for bit against the reference's sorted answer (values descending, NaN first, equal values
     and -0 / +0 by index)."""
     x = rows_side_by_side(dtype, g, M, M * 13 + g + e + list(DTYPES).index(dtype))
-    for k in (2, 3, 9, 16, 17, 31, 32) + (() if g == 2 else (33, 47, 64)) + ((65, 100, 128) if g == 8 else ()):
+    for k in (2, 3, 9, 16, 17, 24, 25, 31, 32) + (() if g == 2 else (33, 47, 64)) + ((65, 100, 128) if g == 8 else ()):
         ctx = f"G={g} E={e} M={M} k={k} dtype={dtype}"
         ov, oi, fallback = emu_run(emulator, tmp_path, x, k, g, e, 2, grid=2)
         rv, ri = rtopk.topk_ref(x, k, -1, True, True)

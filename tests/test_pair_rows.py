@@ -63,13 +63,13 @@ def test_pair_rows_match_cpu(dtype, M, pair_mode):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("M", LENGTHS)
 def test_pair_rows_rank_order_match_cpu(dtype, M, pair_mode):
-    """Rank order in the kernels (the k largest; k <= 32 counted, past it a bitonic network: k <= 32 / 64 / 128 at
-    two / four / eight lanes a row, larger k leave the kernels): every kind of row mixed, against the CPU's sorted
-    answer."""
+    """Rank order in the kernels (the k largest; counted up to k = 16 / 24 / 32 at two / four / eight lanes a row,
+    past it a bitonic network up to k = 32 / 64 / 128; larger k leave the kernels): every kind of row mixed, against
+    the CPU's sorted answer."""
     gen = torch.Generator().manual_seed(3000 * M + DTYPES.index(dtype))
     x = rows_of_kinds(M, dtype, gen)
     xc = x.cpu()
-    for k in (2, 7, 16, 17, 32, 33, 64, 100, 128):
+    for k in (2, 7, 16, 17, 24, 25, 32, 33, 64, 100, 128):
         modes_match_cpu(x, xc, k, pair_mode, f"M={M} k={k} dtype={dtype}", largest=True, sorted=True)
 
 

@@ -139,7 +139,7 @@ def test_pair_rows(dtype):
                 for k in (7, 20, 40, 128):
                     for largest in (True, False):
                         same_as_cpu(x, k, largest=largest, sorted=False)
-                    # (rank order in the kernel: the k largest, counted at k <= 32, by the network past it)
+                    # (rank order in the kernel: the k largest, counted at small k, by the network past it)
                     same_as_cpu(x, k, largest=True, sorted=True)
     finally:
         torch.ops.rtopk._set_debug_pair_rows(0)

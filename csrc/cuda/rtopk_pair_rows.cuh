@@ -223,16 +223,18 @@ constexpr int kPairBlockWarps = 1;
 constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
 // Value midpoints for this many steps, then key midpoints (each step then halves the key range).
 constexpr int kPairValueSteps = 12;
-// Rank order in the kernel (the k largest only), k <= pair_sort_k(G): at k <= kPairCountK each
+// Rank order in the kernel (the k largest only), k <= pair_sort_k(G): at k <= pair_net_k(G) each
 // output ranked against its row's k by counting (k^2 / 16 warp instructions a row; notes v65 item
 // 12, v66), the rank keys in the row's staging past the columns (PairSmem: 32-bit keys from
 // kKeyAt, 16-byte aligned), then the outputs' value bits (kValAt: the flush reads them there, not
-// from the row); past it (G >= 4) the keys sorted in registers by a bitonic network, 16 a lane,
-// a row's in a segment of P = 64 or 128 (the warp's 512 keys: 32 / G rows of at most 16 G),
-// staged from kNetKeyAt, the values from kNetValAt.  (G = 2, 16 rows a warp, stops at 32: its
-// segments hold 32.)
+// from the row); past it the keys sorted in registers by a bitonic network, 16 a lane, a row's in
+// a segment of P = 32, 64 or 128 (the warp's 512 keys: 32 / G rows of at most 16 G), staged from
+// kNetKeyAt, the values from kNetValAt.  The network's cost a row is about fixed by P and G (~18
+// warp instructions at G = 2, P = 32; ~34 at G = 4, where half the lanes sort padding), the
+// count's grows as k^2: the count up to k = 16 at G = 2, 24 at G = 4, 32 at G = 8.
 constexpr int kPairCountK = 32;
 constexpr int pair_sort_k(int G) { return 16 * G < 128 ? 16 * G : 128; }
+constexpr int pair_net_k(int G) { return G == 2 ? 16 : G == 4 ? 24 : kPairCountK; }
 constexpr int kPairSortKMax = 128;
 
 // A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
@@ -247,8 +249,8 @@ __device__ __forceinline__ uint32_t pair_rank_key(uint32_t b, int p) {
   return (hi << 16) | (0xFFFFu - uint32_t(p));
 }
 
-// Rank order by a bitonic network (the k largest, kPairCountK < k <= P_MAX): each row's keys in a
-// segment of P = 64 or 128 (the least power of two >= k; padding keys 0, below every real key:
+// Rank order by a bitonic network (the k largest, pair_net_k(G) < k <= P_MAX): each row's keys in a
+// segment of P = 32, 64 or 128 (the least power of two >= k; padding keys 0, below every real key:
 // their low halves are 0xFFFF - position) staged from KEY_AT with the values from VAL_AT, loads
 // and stores coalesced (output e of the warp by lane e % 32); then key i of the warp (row i / P,
 // position i % P) in lane i / 16's register i % 16, four 16-byte shared loads a lane, sorted
@@ -349,13 +351,13 @@ template <int G, int E, bool kSorted = false>
 struct PairSmem {
   using C = PairCfg<G, E>;
   using B = WarpValueBufs<C::kVpt, false>;
-  // A row's staging: its columns (at most kStageK); in rank order by counting (k <= kPairCountK)
+  // A row's staging: its columns (at most kStageK); in rank order by counting (k <= pair_net_k(G))
   // its keys from kKeyAt and values from kValAt, by the network its values from kNetValAt.
   static constexpr int kKeyAt = kPairCountK + 8;
   static constexpr int kValAt = kKeyAt + 2 * kPairCountK;
   static constexpr int kNetKeyAt = kPairOutStride;
   static constexpr int kNetValAt = kNetKeyAt + 2 * pair_sort_k(G);
-  static constexpr int kStride = kSorted && G >= 4 ? kNetValAt + pair_sort_k(G) : kPairOutStride;
+  static constexpr int kStride = kSorted ? kNetValAt + pair_sort_k(G) : kPairOutStride;
   static_assert(kKeyAt % 8 == 0 && kNetKeyAt % 8 == 0 && kStride % 8 == 0 &&
                     kValAt + kPairCountK <= kPairOutStride,
                 "16-byte aligned keys and rows; the counted rank's staging within the columns'");
@@ -713,8 +715,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     const uint16_t* const raw = reinterpret_cast<const uint16_t*>(in + r0 * int64_t(cols));
     const int total = nrows * k;
     if constexpr (kSorted) {
-      if (G >= 4 && k > kPairCountK) {
-        pair_rank_network<Ops, 16 * G, S::kStride, S::kNetKeyAt, S::kNetValAt>(
+      if (k > pair_net_k(G)) {
+        pair_rank_network<Ops, pair_sort_k(G), S::kStride, S::kNetKeyAt, S::kNetValAt>(
             sw.cols, raw, ov, oi, nrows, cols, k, inv_k, lane);
       } else {
         // Rank order: each output's rank key and value bits into its row's staging (past the
