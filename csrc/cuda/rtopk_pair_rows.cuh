@@ -21,9 +21,9 @@
 //   emit:   a mask a chunk (one set.ge and one LOP3 a word), the ties' masks trimmed to their
 //           quota, the columns staged in index order, then flushed coalesced, the values re-read
 //           from the row (L1 / L2); rank order (the k largest, k <= 32 / 64 / 128 at G = 2 / 4 /
-//           8): at k <= 32 each output ranked by counting the row's 32-bit keys (value order,
-//           then index) above its own and written at its rank, past it the keys sorted by a
-//           bitonic network.
+//           8): at k <= 16 / 24 / 32 each output ranked by counting the row's 32-bit keys
+//           (value order, then index) above its own and written at its rank, past it the keys
+//           sorted by a bitonic network.
 // NaN and +inf (directed) are taken ahead of the search when fewer than k (NaN for the k smallest
 // set below every value), and the first k of them by rank and index, with no search, when more;
 // a row whose k-th value is -inf tied with such a NaN is left to the value kernel's row body
@@ -854,8 +854,9 @@ inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
     if (a.pair_mode == 2 || !exact || (ranked && (!a.largest || a.k > kPairSortKMax)) ||
         a.k > kStageK || a.cols % 8 != 0 || reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return 0;
-    // (Past k = 32 the network over staged keys: bf16 sorted 0.68-0.86 of the time of the paths
-    // it replaced at k = 64..128, rows of 256 included; notes v67 item 1.)
+    // (The network over staged keys past pair_net_k(G): bf16 sorted 0.68-0.86 of the time of the
+    // paths it replaced at k = 64..128, rows of 256 included, 0.83-0.94 of the count's at k = 24 /
+    // 32; notes v67 items 1 and 5.)
     const int g = pair_rows_lanes(a);
     return ranked && a.k > pair_sort_k(g) ? 0 : g;
   }
