@@ -235,7 +235,6 @@ constexpr int kPairValueSteps = 12;
 constexpr int kPairCountK = 32;
 constexpr int pair_sort_k(int G) { return 16 * G < 128 ? 16 * G : 128; }
 constexpr int pair_net_k(int G) { return G == 2 ? 16 : G == 4 ? 24 : kPairCountK; }
-constexpr int kPairSortKMax = 128;
 
 // A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
 // values rank by index: the low 16 bits of the 32-bit key hold 0xFFFF - position).
@@ -249,43 +248,59 @@ __device__ __forceinline__ uint32_t pair_rank_key(uint32_t b, int p) {
   return (hi << 16) | (0xFFFFu - uint32_t(p));
 }
 
+// Each output's rank key and value bits into its row's staging, `slots` a row (row e / slots by
+// the multiply inv = ceil(2^20 / slots), position e % slots; the slots past k get key 0, below
+// every real key: their low halves are 0xFFFF - position), keys from KEY_AT (32-bit), values from
+// VAL_AT; the values' loads four a lane issued before their stores.  (No row here is left to the
+// fallback: those arise for the k smallest only.)
+template <typename Ops, int STRIDE, int KEY_AT, int VAL_AT>
+__device__ __forceinline__ void pair_stage_rank_keys(uint16_t (*rows)[STRIDE], const uint16_t* raw,
+                                                     int nrows, int cols, int k, int slots,
+                                                     uint32_t inv, int lane) {
+  const int nk = nrows * slots;
+  for (int e0 = 0; e0 < nk; e0 += 128) {
+    int at[4], pp[4];
+    uint16_t bits[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int e = e0 + 32 * j + lane;
+      const int gg = int((uint32_t(e) * inv) >> 20);
+      at[j] = e < nk ? gg : -1;
+      pp[j] = e - gg * slots;
+      const bool real = at[j] >= 0 && pp[j] < k;
+      const int cc = real ? rows[gg][pp[j]] : 0;
+      bits[j] = real ? __ldg(raw + int64_t(gg) * cols + cc) : uint16_t(0);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if (at[j] >= 0) {
+        uint16_t* const row = rows[at[j]];
+        const bool real = pp[j] < k;
+        reinterpret_cast<uint32_t*>(row + KEY_AT)[pp[j]] =
+            real ? pair_rank_key<Ops>(bits[j], pp[j]) : 0u;
+        if (real) row[VAL_AT + pp[j]] = bits[j];
+      }
+    }
+  }
+  __syncwarp();
+}
+
 // Rank order by a bitonic network (the k largest, pair_net_k(G) < k <= P_MAX): each row's keys in a
-// segment of P = 32, 64 or 128 (the least power of two >= k; padding keys 0, below every real key:
-// their low halves are 0xFFFF - position) staged from KEY_AT with the values from VAL_AT, loads
-// and stores coalesced (output e of the warp by lane e % 32); then key i of the warp (row i / P,
-// position i % P) in lane i / 16's register i % 16, four 16-byte shared loads a lane, sorted
-// descending in registers (strides < 16 within a lane, wider ones by shuffles) and stored back;
-// then output e written from the staged column and value its sorted key names.
+// segment of P = 32, 64 or 128 (the least power of two >= k; padding keys 0) staged from KEY_AT
+// with the values from VAL_AT by pair_stage_rank_keys, loads and stores coalesced (output e of the
+// warp by lane e % 32); then key i of the warp (row i / P, position i % P) in lane i / 16's
+// register i % 16, four 16-byte shared loads a lane, sorted descending in registers (strides < 16
+// within a lane, wider ones by shuffles) and stored back; then output e written from the staged
+// column and value its sorted key names.
 template <typename Ops, int P_MAX, int STRIDE, int KEY_AT, int VAL_AT, typename scalar_t>
 __device__ __forceinline__ void pair_rank_network(uint16_t (*rows)[STRIDE], const uint16_t* raw,
                                                   scalar_t* ov, int64_t* oi, int nrows, int cols,
                                                   int k, uint32_t inv_k, int lane) {
   static_assert(P_MAX * (32 / (P_MAX / 16)) == 512 && P_MAX <= 128, "16 keys a lane, a row's P");
   const int lp = k > 64 ? 7 : k > 32 ? 6 : 5;  // (log2 P; P <= P_MAX by the dispatch)
-  const int P = 1 << lp, nk = nrows << lp;
-  for (int e0 = 0; e0 < nk; e0 += 128) {
-    int gg[4], pos[4];
-    uint16_t bits[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int e = e0 + 32 * j + lane;
-      gg[j] = e < nk ? e >> lp : -1;
-      pos[j] = e & (P - 1);
-      const bool real = gg[j] >= 0 && pos[j] < k;
-      const int cc = real ? rows[gg[j]][pos[j]] : 0;
-      bits[j] = real ? __ldg(raw + int64_t(gg[j]) * cols + cc) : uint16_t(0);
-    }
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if (gg[j] >= 0) {
-        const bool real = pos[j] < k;
-        reinterpret_cast<uint32_t*>(rows[gg[j]] + KEY_AT)[pos[j]] =
-            real ? pair_rank_key<Ops>(bits[j], pos[j]) : 0u;
-        if (real) rows[gg[j]][VAL_AT + pos[j]] = bits[j];
-      }
-    }
-  }
-  __syncwarp();
+  const int P = 1 << lp;
+  pair_stage_rank_keys<Ops, STRIDE, KEY_AT, VAL_AT>(rows, raw, nrows, cols, k, P, (1u << 20) >> lp,
+                                                    lane);
   const int myrow = (lane * 16) >> lp, mypos = (lane * 16) & (P - 1);
   const bool mine = myrow < nrows;
   uint4* const seg = reinterpret_cast<uint4*>(
@@ -719,38 +734,13 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         pair_rank_network<Ops, pair_sort_k(G), S::kStride, S::kNetKeyAt, S::kNetValAt>(
             sw.cols, raw, ov, oi, nrows, cols, k, inv_k, lane);
       } else {
-        // Rank order: each output's rank key and value bits into its row's staging (past the
-        // columns; the key slots up to a multiple of 4 past k zero: below every key), the values'
-        // loads four a lane issued before their stores; then each output ranked by counting the
-        // keys above its own, four a shared load, and written at its rank from the staging.  (No
-        // row here is left to the fallback: those arise for the k smallest only.)
-        const int kq = (k + 3) & ~3, nk = nrows * kq;
+        // Rank order by counting: the rank keys and values staged (the key slots up to a multiple
+        // of 4 past k zero), then each output ranked by counting the keys above its own, four a
+        // shared load, and written at its rank from the staging.
+        const int kq = (k + 3) & ~3;
         const uint32_t inv_kq = ((1u << 20) + uint32_t(kq) - 1u) / uint32_t(kq);
-        for (int e0 = 0; e0 < nk; e0 += 128) {
-          int at[4], pp[4];
-          uint16_t bits[4];
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const int e = e0 + 32 * j + lane;
-            const int gg = int((uint32_t(e) * inv_kq) >> 20);
-            at[j] = e < nk ? gg : -1;
-            pp[j] = e - gg * kq;
-            const bool real = at[j] >= 0 && pp[j] < k;
-            const int cc = real ? sw.cols[gg][pp[j]] : 0;
-            bits[j] = real ? __ldg(raw + int64_t(gg) * cols + cc) : uint16_t(0);
-          }
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            if (at[j] >= 0) {
-              uint16_t* const row = sw.cols[at[j]];
-              const bool real = pp[j] < k;
-              reinterpret_cast<uint32_t*>(row + S::kKeyAt)[pp[j]] =
-                  real ? pair_rank_key<Ops>(bits[j], pp[j]) : 0u;
-              if (real) row[S::kValAt + pp[j]] = bits[j];
-            }
-          }
-        }
-        __syncwarp();
+        pair_stage_rank_keys<Ops, S::kStride, S::kKeyAt, S::kValAt>(sw.cols, raw, nrows, cols, k,
+                                                                    kq, inv_kq, lane);
         for (int e = lane; e < total; e += 32) {
           const int gg = int((uint32_t(e) * inv_k) >> 20), p = e - gg * k;
           const uint16_t* const row = sw.cols[gg];
@@ -851,8 +841,8 @@ inline int pair_rows_shape(const scalar_t* in, const RowLaunch& a) {
     const bool exact = a.max_iter < 0 && !(static_cast<float>(a.eps) > 0.f);
     // (Rank order: the k largest at k <= pair_sort_k(G) only; notes v65 item 12, v66.)
     const bool ranked = a.sorted && a.k > 1;
-    if (a.pair_mode == 2 || !exact || (ranked && (!a.largest || a.k > kPairSortKMax)) ||
-        a.k > kStageK || a.cols % 8 != 0 || reinterpret_cast<uintptr_t>(in) % 16 != 0)
+    if (a.pair_mode == 2 || !exact || (ranked && !a.largest) || a.k > kStageK || a.cols % 8 != 0 ||
+        reinterpret_cast<uintptr_t>(in) % 16 != 0)
       return 0;
     // (The network over staged keys past pair_net_k(G): bf16 sorted 0.68-0.86 of the time of the
     // paths it replaced at k = 64..128, rows of 256 included, 0.83-0.94 of the count's at k = 24 /
