@@ -236,6 +236,17 @@ constexpr int kPairCountK = 32;
 constexpr int pair_sort_k(int G) { return 16 * G < 128 ? 16 * G : 128; }
 constexpr int pair_net_k(int G) { return G == 2 ? 16 : G == 4 ? 24 : kPairCountK; }
 
+// Two int64 outputs by one 16-byte store (p 16-byte aligned).  (A longlong2 or uint4 store through
+// the cast pointer came out of the compiler as two 8-byte stores.)
+__device__ __forceinline__ void pair_store_2x64(int64_t* p, uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("st.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
+#else
+  p[0] = int64_t(a);
+  p[1] = int64_t(b);
+#endif
+}
+
 // A 16-bit value's rank key for the k largest, directed: NaN above everything, -0 as +0 (equal
 // values rank by index: the low 16 bits of the 32-bit key hold 0xFFFF - position).
 template <typename Ops>
@@ -415,6 +426,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
   constexpr uint32_t kNegInf2 = ((0x8000u | Ops::kExp) << 16) | (0x8000u | Ops::kExp);
   constexpr uint32_t kPosInf2 = (Ops::kExp << 16) | Ops::kExp;
   const uint32_t inv_k = ((1u << 20) + uint32_t(k) - 1u) / uint32_t(k);  // e / k by a multiply
+  // (The flush in pairs: even k, so that a warp's outputs pair within rows at aligned offsets.)
+  const bool pairs_out = (k & 1) == 0 && reinterpret_cast<uintptr_t>(out_values) % 4 == 0 &&
+                         reinterpret_cast<uintptr_t>(out_indices) % 16 == 0;
   const int64_t nblk = (rows + C::kRows - 1) / C::kRows;
 
   for (int64_t blk = int64_t(blockIdx.x) * kPairBlockWarps + warp; blk < nblk;
@@ -753,6 +767,34 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
           }
           reinterpret_cast<uint16_t*>(ov)[gg * k + r] = row[S::kValAt + p];
           oi[gg * k + r] = row[p];
+        }
+      }
+    } else if (pairs_out) {
+      // Even k: two adjacent outputs of a row a lane (a 32-bit shared load of their columns, one
+      // 32-bit store of their values and one 16-byte store of their indices), two pairs a lane a
+      // trip, the four loads issued before the stores (four pairs spilled at G = 8, E = 96).
+      const int npairs = total >> 1;
+      for (int q0 = 0; q0 < npairs; q0 += 64) {
+        uint32_t cc[2];
+        int at[2];
+        uint16_t b0[2], b1[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int e = 2 * (q0 + 32 * j + lane);
+          const int gg = int((uint32_t(e) * inv_k) >> 20);
+          at[j] = e < total && (okmask >> (G * gg) & 1u) ? e : -1;
+          cc[j] = at[j] >= 0 ? *reinterpret_cast<const uint32_t*>(&sw.cols[gg][e - gg * k]) : 0u;
+          const uint16_t* const src = raw + int64_t(gg) * cols;
+          b0[j] = at[j] >= 0 ? __ldg(src + (cc[j] & 0xFFFFu)) : uint16_t(0);
+          b1[j] = at[j] >= 0 ? __ldg(src + (cc[j] >> 16)) : uint16_t(0);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          if (at[j] >= 0) {
+            *reinterpret_cast<uint32_t*>(reinterpret_cast<uint16_t*>(ov) + at[j]) =
+                uint32_t(b0[j]) | uint32_t(b1[j]) << 16;
+            pair_store_2x64(oi + at[j], cc[j] & 0xFFFFu, cc[j] >> 16);
+          }
         }
       }
     } else {
