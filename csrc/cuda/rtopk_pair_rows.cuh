@@ -620,6 +620,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     // or when its midpoint is not inside (ends adjacent, or one not finite: the row's -inf), or
     // after kPairValueSteps steps (the warp's: a row that left early has fewer value midpoints
     // left in the key phase).  (randn rows end in it; notes v65.)
+    // A count of exactly kk moves both ends to t (c_hi = kk): the value phase's next midpoint is
+    // not inside, and the key phase's first check ends the row with tgt = t and need = 0.  (No
+    // `done` / tgt updates in the steps: the updates are two predicated selects.)
     bool vphase = !done;
     int step = 0;
     for (;; ++step) {
@@ -631,18 +634,10 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       vphase = vphase && step < kPairValueSteps && vf > lo_f && vf < hi_f;
       if (!__any_sync(kFullMask, vphase)) break;
       const int c = count_ge(vt | (vt << 16));
-      if (vphase) {
-        if (c == kk) {
-          done = true;
-          vphase = false;
-          tgt = vt;
-        } else if (c > kk) {
-          lo_f = vf;
-        } else {
-          hi_f = vf;
-          c_hi = c;
-        }
-      }
+      lo_f = vphase && c >= kk ? vf : lo_f;
+      const bool down = vphase && c <= kk;
+      hi_f = down ? vf : hi_f;
+      c_hi = down ? c : c_hi;
     }
     // The key phase (ends by adjacent keys at the latest: at most 16 more steps).
     int lo = pair_key(Ops::from_float(lo_f)), hi = pair_key(Ops::from_float(hi_f));
@@ -663,21 +658,14 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         if (vf > lo_f && vf < hi_f) t = vt;
       }
       const int c = count_ge(t | (t << 16));
-      if (!done) {
-        const int tk = pair_key(t);
-        const float tf = Ops::to_float(t);
-        if (c == kk) {
-          done = true;
-          tgt = t;
-        } else if (c > kk) {
-          lo = tk;
-          lo_f = tf;
-        } else {
-          hi = tk;
-          hi_f = tf;
-          c_hi = c;
-        }
-      }
+      const int tk = pair_key(t);
+      const float tf = Ops::to_float(t);
+      const bool up = !done && c >= kk, down = !done && c <= kk;
+      lo = up ? tk : lo;
+      lo_f = up ? tf : lo_f;
+      hi = down ? tk : hi;
+      hi_f = down ? tf : hi_f;
+      c_hi = down ? c : c_hi;
     }
 
     // (The k smallest) a k-th value of -inf tied with the NaN set to -inf: the fallback's.
