@@ -606,8 +606,9 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       return n;
     };
 
-    // The search: lo's count >= k, hi's (c_hi) < k, lo_f / hi_f their values (lo / hi their
-    // keys).  Done: take every element >= tgt, then the first `need` equal to teq by index.
+    // The search: lo's count >= k, hi's (c_hi) < k, or both ends at t once t's count is exactly k
+    // (c_hi = k); lo_f / hi_f their values (lo / hi their keys).  Done: take every element >= tgt,
+    // then the first `need` equal to teq by index.
     float lo_f = Ops::to_float(mn), hi_f = Ops::to_float(pair_bits(pair_key(mx) + 1));
     int c_hi = 0;
     bool done = !ok || cls;
@@ -615,14 +616,14 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     uint32_t tgt = cls ? Ops::kExp | (Ops::kExp >> 1) : 0u, teq = cls == 2 ? Ops::kExp : 0u;
     int need = cls == 1 ? k : cls == 2 ? k - n1 : 0;
     // The value phase: midpoints in value while they fall strictly inside the bracket, in
-    // floats only (~25 instructions a step besides the count; the key phase's steps, with the
-    // key midpoint and the keys' updates beside, take ~70).  A row leaves it done (exactly k),
-    // or when its midpoint is not inside (ends adjacent, or one not finite: the row's -inf), or
+    // floats only (~30 instructions a step besides the compares and their sums; the key phase's
+    // steps, with the key midpoint and the keys' updates beside, ~60).  A row leaves it when its
+    // midpoint is not inside (ends adjacent or equal, or one not finite: the row's -inf), or
     // after kPairValueSteps steps (the warp's: a row that left early has fewer value midpoints
     // left in the key phase).  (randn rows end in it; notes v65.)
     // A count of exactly kk moves both ends to t (c_hi = kk): the value phase's next midpoint is
     // not inside, and the key phase's first check ends the row with tgt = t and need = 0.  (No
-    // `done` / tgt updates in the steps: the updates are two predicated selects.)
+    // `done` / tgt updates in the steps: two predicated selects; notes v68 item 5.)
     bool vphase = !done;
     int step = 0;
     for (;; ++step) {
