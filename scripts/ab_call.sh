@@ -59,13 +59,7 @@ for t in "${trees[@]}"; do
   done
 done
 if [ "${SANITIZE_B:-0}" = 1 ]; then
-  (cd "$B" && for t in memcheck racecheck; do
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 120 compute-sanitizer --tool $t --error-exitcode 9 \
-      python3 -m pytest tests/test_sanitizer_subset.py -q -k "${SAN_DT:-float32}${SAN_K:+ and ($SAN_K)}" \
-      >"$OUT/san_$t.log" 2>&1
-    echo "$t B rc=$?: $(grep -E "passed|failed" "$OUT/san_$t.log" | tail -1)" \
-      "$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/san_$t.log" | tail -1)"
-  done)
+  (cd "$B" && rtopk_sanitize_subset "$OUT/san_" 120 "${SAN_DT:-float32}${SAN_K:+ and ($SAN_K)}" B)
 fi
 # (Into a file outside $OUT first: tar exits 1 when the folder it reads changes under it.)
 tar czf "${TMPDIR:-/tmp}/logs.$$.tgz" -C "$OUT" . && mv "${TMPDIR:-/tmp}/logs.$$.tgz" "$OUT/logs.tgz"

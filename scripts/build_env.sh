@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Sourced by the device scripts (gpu_check.sh, ab_tree.sh, card_grids.sh, switch_slow.sh) before they build
-# in the current directory: the build environment and no stale build.  Environment: TORCH_CUDA_ARCH_LIST
+# Sourced by the device scripts (gpu_check.sh, ab_tree.sh, card_grids.sh, switch_slow.sh, pair_call.sh, ...)
+# before they build in the current directory: the build environment and no stale build, and the calls' shared
+# steps (rtopk_build, rtopk_call_build, rtopk_sanitize_subset).  Environment: TORCH_CUDA_ARCH_LIST
 # (default 9.0), MAX_JOBS (default 16).  ptxas's resource report goes into the build log (RTOPK_PTXAS_VERBOSE).
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0} MAX_JOBS=${MAX_JOBS:-16}
 export RTOPK_PTXAS_VERBOSE=1 PYTHONUNBUFFERED=1
@@ -36,4 +37,26 @@ rtopk_build() {
   fi
   python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
     "$pre/_C.abi3.so.xz" rtopk/_C.abi3.so && cp "$pre/build.log" "$log"
+}
+# rtopk_call_build DIR: a device call's build step (PREBUILT, else built here) into DIR/build.log, then its seconds
+# since the caller's t0 (its start, date +%s) and the pair kernels' ptxas lines; a failed build ends the caller.
+# shellcheck disable=SC2154
+rtopk_call_build() {
+  rtopk_build "$1/build.log" "${PREBUILT:-}" || { tail -20 "$1/build.log"; exit 1; }
+  echo "built: $(($(date +%s) - t0)) s"
+  grep -A2 "pair_rows_kernel" "$1/build.log" | grep -E "registers|spill" | sed 's/^ *//' | sort | uniq -c
+}
+# rtopk_sanitize_subset LOG_PREFIX SECONDS K [LABEL]: compute-sanitizer's memcheck and racecheck over
+# tests/test_sanitizer_subset.py -k K (each tool at most SECONDS, its log LOG_PREFIX<tool>.log), a line a tool
+# with its exit status, the seconds since the caller's t0 and the tests' and the tool's summaries.
+# shellcheck disable=SC2154
+rtopk_sanitize_subset() {
+  local pre=$1 secs=$2 k=$3 label=${4:+ $4} tool
+  for tool in memcheck racecheck; do
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout "$secs" compute-sanitizer --tool $tool --error-exitcode 9 \
+      --print-limit 20 python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider -k "$k" \
+      >"$pre$tool.log" 2>&1
+    echo "$tool$label rc=$? at $(($(date +%s) - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" \
+      "$pre$tool.log" | tr '\n' ' ')"
+  done
 }

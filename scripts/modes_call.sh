@@ -11,9 +11,7 @@ L=${OUT:-$PWD/out}; mkdir -p "$L"; export PYTHONPATH=$PWD
 t0=$(date +%s)
 # shellcheck source=scripts/build_env.sh
 . scripts/build_env.sh
-rtopk_build "$L/build.log" "${PREBUILT:-}" || { tail -20 "$L/build.log"; exit 1; }
-echo "built: $(($(date +%s) - t0)) s"
-grep -A2 "pair_rows_kernel" "$L/build.log" | grep -E "registers|spill" | sed 's/^ *//' | sort | uniq -c
+rtopk_call_build "$L"
 if [ -n "${TESTS:-}" ]; then
   eval "timeout ${TT:-200} python3 -m pytest $TESTS -q -rfE" >"$L/tests.log" 2>&1
   echo "tests rc=$? at $(($(date +%s) - t0)) s: $(tail -1 "$L/tests.log")"
@@ -26,12 +24,4 @@ run_modes() {  # cells dists name
 }
 [ -n "${CELLS:-}" ] && run_modes "$CELLS" "${DISTS:-randn}" main
 [ -n "${ACELLS:-}" ] && run_modes "$ACELLS" "${ADISTS:-few_ulps}" adv
-if [ -n "${SAN_K:-}" ]; then
-  for tool in memcheck racecheck; do
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
-      python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider -k "$SAN_K" \
-      >"$L/sanitizer_$tool.log" 2>&1
-    echo "$tool rc=$? at $(($(date +%s) - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" \
-      "$L/sanitizer_$tool.log" | tr '\n' ' ')"
-  done
-fi
+if [ -n "${SAN_K:-}" ]; then rtopk_sanitize_subset "$L/sanitizer_" 90 "$SAN_K"; fi

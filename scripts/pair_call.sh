@@ -10,9 +10,7 @@ L=${OUT:-$PWD/out}; mkdir -p "$L"; export PYTHONPATH=$PWD
 t0=$(date +%s)
 # shellcheck source=scripts/build_env.sh
 . scripts/build_env.sh
-rtopk_build "$L/build.log" "${PREBUILT:-}" || { tail -20 "$L/build.log"; exit 1; }
-echo "built: $(($(date +%s) - t0)) s"
-grep -A2 "pair_rows_kernel" "$L/build.log" | grep -E "registers|spill" | sort | uniq -c
+rtopk_call_build "$L"
 TESTS=${TESTS-"tests/test_pair_rows.py tests/test_sanitizer_subset.py -k '$RTOPK_CUDA_K'"}
 if [ -n "$TESTS" ]; then
   eval "timeout ${TT:-150} python3 -m pytest $TESTS -q -rfE" >"$L/tests.log" 2>&1
@@ -22,10 +20,4 @@ if [ -n "${GD-paper:bfloat16 paper:float16}" ]; then
   OUT=$L GD="${GD-paper:bfloat16 paper:float16}" GT=${GT:-165} SLOW="" PREBUILT=${PREBUILT:-} bash scripts/card_grids.sh \
     2>&1 | grep -v "^card\|^built"
 fi
-for tool in memcheck racecheck; do
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 20 \
-    python3 -m pytest tests/test_sanitizer_subset.py -q -p no:cacheprovider -k "pair_rows and bfloat16" \
-    >"$L/sanitizer_$tool.log" 2>&1
-  echo "$tool rc=$? at $(($(date +%s) - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|failed" \
-    "$L/sanitizer_$tool.log" | tr '\n' ' ')"
-done
+rtopk_sanitize_subset "$L/sanitizer_" 60 "pair_rows and bfloat16"
