@@ -597,10 +597,11 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
 #pragma unroll
       for (int i = 0; i < C::kWords; i += 2)
         acc[(i / 2) & 3] += Ops::ge(u[i], t2) + Ops::ge(u[i + 1], t2);
-      const uint32_t s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-      // s = a (2^16 - 1) - b 2^16 (mod 2^32) for a low and b high halves set (each < 2^15).
-      const uint32_t a = (0u - s) & 0xFFFFu;
-      int n = int(2u * a) - (int(s + a) >> 16);
+      // The masks' sum is a (2^16 - 1) - b 2^16 (mod 2^32) for a low and b high halves set (each
+      // < 2^15), so its negation t = (b - a) 2^16 + a: a its low half, b - a its high half
+      // (signed), and the count a + b = 2 a + (t >> 16).  (Negated in the merge, decoded in 3.)
+      const int t = int(0u - acc[0] - acc[1] - acc[2] - acc[3]);
+      int n = 2 * (t & 0xFFFF) + (t >> 16);
 #pragma unroll
       for (int o = 1; o < G; o *= 2) n += __shfl_xor_sync(kFullMask, n, o);
       return n;
