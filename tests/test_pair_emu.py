@@ -90,3 +90,23 @@ def test_pair_kernel_rank_order_emulated(emulator, tmp_path, dtype, g, e, M):
         assert not bad, f"indices differ from the reference in rows {bad[:8]}: {ctx}"
         assert torch.equal(bits(ov), bits(rv)), f"values differ from the reference: {ctx}"
         assert fallback == 0, ctx
+
+
+@pytest.mark.parametrize("g,e,M", [(2, 128, 256), (4, 64, 232), (8, 96, 768)], ids=["G2_E128", "G4_E64", "G8_E96"])
+@pytest.mark.parametrize("k", [16, 40])
+def test_pair_kernel_fallback_rows_even_k(emulator, tmp_path, g, e, M, k):
+    """Rows left to the fallback (the k smallest: a +inf k-th value tied with NaN) beside randn rows in one warp, at
+    even k (the flush in pairs, which flushes such a row's zeroed staging before the fallback rewrites it): every
+    output against the reference, the fallback counted."""
+    gen = torch.Generator().manual_seed(M + g + k)
+    x = torch.randn(3 * (32 // g) + 1, M, generator=gen).to(torch.bfloat16)
+    odd = torch.arange(0, x.shape[0], 3)
+    x[odd] = float("inf")
+    x[odd, : k // 2] = torch.randn(len(odd), k // 2, generator=gen).to(torch.bfloat16)
+    x[odd, M - 1] = float("nan")
+    ov, oi, fallback = emu_run(emulator, tmp_path, x, k, g, e, False, grid=2)
+    rv, ri = rtopk.topk_ref(x, k, -1, False, False)
+    bad = (oi != ri).any(-1).nonzero().flatten().tolist()
+    assert not bad, f"indices differ from the reference in rows {bad[:8]}"
+    assert torch.equal(bits(ov), bits(rv))
+    assert fallback == len(odd)
