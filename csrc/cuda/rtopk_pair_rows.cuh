@@ -786,7 +786,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     } else if (pairs_out) {
       // Even k: two adjacent outputs of a row a lane (a 32-bit shared load of their columns, one
       // 32-bit store of their values and one 16-byte store of their indices), two pairs a lane a
-      // trip, the four loads issued before the stores (four pairs spilled at G = 8, E = 96).
+      // trip, the four loads issued before the stores (four pairs a trip spilled at G = 8, E = 96;
+      // two do not).
       const int npairs = total >> 1;
       // A row left to the fallback (below, which rewrites all its outputs) flushes column 0 k
       // times: its staged columns zeroed here, so that no output tests its row.
