@@ -236,18 +236,9 @@ constexpr int kPairCountK = 32;
 constexpr int pair_sort_k(int G) { return 16 * G < 128 ? 16 * G : 128; }
 constexpr int pair_net_k(int G) { return G == 2 ? 16 : G == 4 ? 24 : kPairCountK; }
 
-// Two int64 outputs by one 16-byte store (p 16-byte aligned).  (A longlong2 or uint4 store through
-// the cast pointer came out of the compiler as two 8-byte stores.)
-__device__ __forceinline__ void pair_store_2x64(int64_t* p, uint64_t a, uint64_t b) {
-#if defined(__CUDA_ARCH__)
-  asm volatile("st.global.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(a), "l"(b) : "memory");
-#else
-  p[0] = int64_t(a);
-  p[1] = int64_t(b);
-#endif
-}
-
-// pair_store_2x64 where `pred` holds, predicated (no branch around the inline store).
+// Two int64 outputs by one 16-byte store (p 16-byte aligned) where `pred` holds, predicated inside
+// the asm (no branch around it).  (A longlong2 or uint4 store through the cast pointer came out of
+// the compiler as two 8-byte stores.)
 __device__ __forceinline__ void pair_store_2x64_if(int64_t* p, uint64_t a, uint64_t b, bool pred) {
 #if defined(__CUDA_ARCH__)
   asm volatile(
