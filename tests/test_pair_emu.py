@@ -93,11 +93,11 @@ def test_pair_kernel_rank_order_emulated(emulator, tmp_path, dtype, g, e, M):
 
 
 @pytest.mark.parametrize("g,e,M", [(2, 128, 256), (4, 64, 232), (8, 96, 768)], ids=["G2_E128", "G4_E64", "G8_E96"])
-@pytest.mark.parametrize("k", [16, 40])
-def test_pair_kernel_fallback_rows_even_k(emulator, tmp_path, g, e, M, k):
+@pytest.mark.parametrize("k", [16, 17, 40])
+def test_pair_kernel_fallback_rows(emulator, tmp_path, g, e, M, k):
     """Rows left to the fallback (the k smallest: a +inf k-th value tied with NaN) beside randn rows in one warp, at
-    even k (the flush in pairs, which flushes such a row's zeroed staging before the fallback rewrites it): every
-    output against the reference, the fallback counted."""
+    even and odd k (both unsorted flushes, which flush such a row's zeroed staging before the fallback rewrites it):
+    every output against the reference, the fallback counted."""
     gen = torch.Generator().manual_seed(M + g + k)
     x = torch.randn(3 * (32 // g) + 1, M, generator=gen).to(torch.bfloat16)
     odd = torch.arange(0, x.shape[0], 3)

@@ -133,6 +133,15 @@ struct PairOps<__nv_bfloat16> {
   __device__ __forceinline__ static uint32_t from_float(float f) {
     return __bfloat16_as_ushort(__float2bfloat16_rn(f));
   }
+  // A value step's threshold from its midpoint f: f rounded toward zero to a bf16 by its bits (two
+  // instructions, against the conversion, the shift back and the pairing), t2 in both halves.
+  // (Strictly inside the ends whenever a bf16 lies between them, as the rounded midpoint is:
+  // checked over every pair of finite bf16 values 2 .. 100 apart.)
+  __device__ __forceinline__ static float threshold(float f, uint32_t& t2) {
+    const uint32_t b = __float_as_uint(f);
+    t2 = __byte_perm(b, 0, 0x3232);
+    return __uint_as_float(b & 0xFFFF0000u);
+  }
 };
 
 template <>
@@ -188,6 +197,12 @@ struct PairOps<__half> {
   }
   __device__ __forceinline__ static uint32_t from_float(float f) {
     return __half_as_ushort(__float2half_rn(f));
+  }
+  // A value step's threshold from its midpoint f (rounded to nearest), t2 in both halves.
+  __device__ __forceinline__ static float threshold(float f, uint32_t& t2) {
+    const uint32_t h = from_float(f);
+    t2 = h | (h << 16);
+    return to_float(h);
   }
 };
 
@@ -634,19 +649,21 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     // `done` / tgt updates in the steps: two predicated selects; notes v68 item 5.)
     bool vphase = !done;
     int step = 0;
+    // (A -inf low end -- an all -inf group, or the odd rows' specials -- would end the phase: its
+    // first probe is 0 instead where hi is above it, as the key midpoint nearly is.  Only the
+    // first: a count at 0 below k leaves lo at -inf and hi at 0, whose midpoint ends the phase.)
+    float mid = lo_f == -INFINITY && hi_f > 0.f ? 0.f : lo_f * 0.5f + hi_f * 0.5f;
     for (;; ++step) {
-      // (A -inf low end -- an all -inf group, or the odd rows' specials -- would end the phase:
-      // its first probe is 0 instead where hi is above it, as the key midpoint nearly is.)
-      const float mid = lo_f == -INFINITY && hi_f > 0.f ? 0.f : lo_f * 0.5f + hi_f * 0.5f;
-      const uint32_t vt = Ops::from_float(mid);
-      const float vf = Ops::to_float(vt);
+      uint32_t t2;
+      const float vf = Ops::threshold(mid, t2);
       vphase = vphase && step < kPairValueSteps && vf > lo_f && vf < hi_f;
       if (!__any_sync(kFullMask, vphase)) break;
-      const int c = count_ge(vt | (vt << 16));
+      const int c = count_ge(t2);
       lo_f = vphase && c >= kk ? vf : lo_f;
       const bool down = vphase && c <= kk;
       hi_f = down ? vf : hi_f;
       c_hi = down ? c : c_hi;
+      mid = lo_f * 0.5f + hi_f * 0.5f;
     }
     // The key phase (ends by adjacent keys at the latest: at most 16 more steps).
     int lo = pair_key(Ops::from_float(lo_f)), hi = pair_key(Ops::from_float(hi_f));
@@ -748,6 +765,17 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     int64_t* const oi = out_indices + r0 * k;
     const uint16_t* const raw = reinterpret_cast<const uint16_t*>(in + r0 * int64_t(cols));
     const int total = nrows * k;
+    // The unsorted flushes: a row left to the fallback (below, which rewrites all its outputs)
+    // flushes column 0 k times, its staged columns zeroed here, so that no output tests its row;
+    // offsets within the warp's staging and rows in 32 bits (row gg's staged output e at byte
+    // 2 e + gg (row bytes - 2 k); a warp's rows hold < 2^16 elements), the stores predicated.
+    if (!kSorted && __any_sync(kFullMask, live && !ok)) {
+      if (live && !ok)
+        for (int p = l; p < k; p += G) sw.cols[g][p] = 0;
+      __syncwarp();
+    }
+    [[maybe_unused]] const char* const scols = reinterpret_cast<const char*>(sw.cols);
+    [[maybe_unused]] const int rowstep = int(sizeof(sw.cols[0])) - 2 * k;
     if constexpr (kSorted) {
       if (k > pair_net_k(G)) {
         pair_rank_network<Ops, pair_sort_k(G), S::kStride, S::kNetKeyAt, S::kNetValAt>(
@@ -780,18 +808,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       // trip, the four loads issued before the stores (four pairs a trip spilled at G = 8, E = 96;
       // two do not).
       const int npairs = total >> 1;
-      // A row left to the fallback (below, which rewrites all its outputs) flushes column 0 k
-      // times: its staged columns zeroed here, so that no output tests its row.
-      if (__any_sync(kFullMask, live && !ok)) {
-        if (live && !ok)
-          for (int p = l; p < k; p += G) sw.cols[g][p] = 0;
-        __syncwarp();
-      }
-      // Offsets within the warp's staging and rows in 32 bits (row gg's staged output e at byte
-      // 2 e + gg (row bytes - 2 k); a warp's rows hold < 2^16 elements), the stores predicated:
       // 83 instructions a trip against 103 (SASS, G = 2, E = 128; notes v69 item 3).
-      const char* const scols = reinterpret_cast<const char*>(sw.cols);
-      const int rowstep = int(sizeof(sw.cols[0])) - 2 * k;
       uint16_t* const ovh = reinterpret_cast<uint16_t*>(ov);
       for (int q0 = 0; q0 < npairs; q0 += 64) {
         uint32_t cc[2], vv[2];
@@ -824,9 +841,11 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         for (int j = 0; j < 4; ++j) {
           const int e = e0 + 32 * j + lane;
           const int gg = int((uint32_t(e) * inv_k) >> 20);
-          at[j] = e < total && (okmask >> (G * gg) & 1u) ? e : -1;
-          col[j] = at[j] >= 0 ? sw.cols[gg][e - gg * k] : 0;
-          bits[j] = at[j] >= 0 ? __ldg(raw + int64_t(gg) * cols + col[j]) : uint16_t(0);
+          at[j] = e < total ? e : -1;
+          col[j] =
+              at[j] >= 0 ? *reinterpret_cast<const uint16_t*>(scols + 2 * e + gg * rowstep) : 0;
+          const uint32_t rb = uint32_t(gg) * uint32_t(cols);
+          bits[j] = at[j] >= 0 ? __ldg(raw + (rb + uint32_t(col[j]))) : uint16_t(0);
         }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
