@@ -31,9 +31,15 @@ __device__ __forceinline__ uint32_t hfma(uint32_t a, uint32_t b) {
 
 // mode 0: masks summed by integer adds (two a word-pair: acc += m1 + m2), the kernel's count at 3ede404
 // mode 1: 1.0s summed by add.rn.bf16x2; mode 2: by fma.rn.bf16x2; mode 3: compares only (masks OR-ed)
-// mode 4: half the words as mode 0, half as mode 1
+// mode 4: half the words as mode 0, half as mode 1; mode 5: masks summed by multiply-adds (mad.lo.u32 by an
+// opaque 1: the fma pipe), one a mask
+__device__ __forceinline__ uint32_t mad(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm volatile("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
 template <int MODE>
-__global__ void pass_kernel(const uint32_t* in, uint32_t* out, uint32_t t0) {
+__global__ void pass_kernel(const uint32_t* in, uint32_t* out, uint32_t t0, uint32_t one) {
   uint32_t u[16];
   for (int i = 0; i < 16; ++i) u[i] = in[(threadIdx.x + 32 * i) & 1023];
   uint32_t acc[4] = {0u, 0u, 0u, 0u};
@@ -51,6 +57,9 @@ __global__ void pass_kernel(const uint32_t* in, uint32_t* out, uint32_t t0) {
         acc[(i / 2 + 2) & 3] = hfma(ge_one(u[i + 1], t2), acc[(i / 2 + 2) & 3]);
       } else if (MODE == 3) {
         acc[(i / 2) & 3] |= ge_mask(u[i], t2) | ge_mask(u[i + 1], t2);
+      } else if (MODE == 5) {
+        acc[(i / 2) & 3] = mad(ge_mask(u[i], t2), one, acc[(i / 2) & 3]);
+        acc[(i / 2 + 2) & 3] = mad(ge_mask(u[i + 1], t2), one, acc[(i / 2 + 2) & 3]);
       } else {
         if (i < 8)
           acc[(i / 2) & 3] += ge_mask(u[i], t2) + ge_mask(u[i + 1], t2);
@@ -70,9 +79,9 @@ float run(const uint32_t* in, uint32_t* out, int blocks) {
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
-  pass_kernel<MODE><<<blocks, 256>>>(in, out, 0x3F803F80u);
+  pass_kernel<MODE><<<blocks, 256>>>(in, out, 0x3F803F80u, 1u);
   cudaEventRecord(a);
-  pass_kernel<MODE><<<blocks, 256>>>(in, out, 0x3F803F80u);
+  pass_kernel<MODE><<<blocks, 256>>>(in, out, 0x3F803F80u, 1u);
   cudaEventRecord(b);
   cudaEventSynchronize(b);
   float ms;
@@ -90,12 +99,12 @@ int main() {
   int clk;
   cudaDeviceGetAttribute(&clk, cudaDevAttrClockRate, 0);
   const char* names[] = {"masks + IADD3 (3ede404)", "1.0s + add.rn.bf16x2", "1.0s + fma.rn.bf16x2",
-                         "compares only", "half and half"};
+                         "compares only", "half and half", "masks + IMAD"};
   for (int warps_sm : {8, 16, 20, 32}) {
     const int blocks = 132 * warps_sm / 8;
-    float ms[5] = {run<0>(in, out, blocks), run<1>(in, out, blocks), run<2>(in, out, blocks),
-                   run<3>(in, out, blocks), run<4>(in, out, blocks)};
-    for (int m = 0; m < 5; ++m) {
+    float ms[6] = {run<0>(in, out, blocks), run<1>(in, out, blocks), run<2>(in, out, blocks),
+                   run<3>(in, out, blocks), run<4>(in, out, blocks), run<5>(in, out, blocks)};
+    for (int m = 0; m < 6; ++m) {
       // word-compares a cycle an SM (16 a pass a thread; warps x 32 threads)
       const double cmp = double(blocks) * 256 * kIters * 16 / 132.0;
       const double cycles = ms[m] * 1e-3 * clk * 1e3;
