@@ -20,10 +20,11 @@ build() {  # build NAME [PATCH]
 }
 names=(a)
 build a || { echo "build a failed"; tail "$OUT/build_a.log"; exit 1; }
+letters=bcdefghij  # (the patches' builds, in order)
 i=0
 for p in "$@"; do
+  n=${letters:i:1}
   i=$((i + 1))
-  n=$(printf "\\x$(printf %x $((97 + i)))")
   build "$n" "$p" || { echo "build $n ($p) failed"; tail "$OUT/build_$n.log"; continue; }
   names+=("$n")
   echo "$n: $p"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # (Device) ncu pipe metrics of one kernel at a few shapes: per pipe the warp instructions executed and the cycles
-# active as a share of peak, beside smsp__issue_active (notes v70 item 4: the pair kernel is bound by the ALU pipe).
+# active as a share of peak, beside smsp__issue_active (notes v70 item 4: the pair kernel's ALU pipe 86% busy; items 6-12 on what that means).
 # The metric names are taken from `ncu --query-metrics` on the card (an unknown name fails the whole run).
 # Usage: scripts/profile_pipes.sh ["M k" ...] (default "768 64" "256 16"); environment: PREBUILT (a folder
 # scripts/prebuild.sh wrote for this tree, default prebuilt/a), KERNEL (regex, default pair_rows), DTYPE (bfloat16),
