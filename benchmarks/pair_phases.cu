@@ -15,9 +15,20 @@
 
 #include "cuda/rtopk_pair_rows.cuh"
 
+// (A tree from before the launch plan, notes v71 item 2: its `level` argument; the library's
+// non-template pair_plan, where it has one, is the better match.)
+namespace rtopk {
+namespace cuda_detail {
+template <typename T>
+int pair_plan(T cols, T k, int G, int E) {
+  return pair_level(cols, k, G, E);
+}
+}  // namespace cuda_detail
+}  // namespace rtopk
+
 using rtopk::cuda_detail::kPairBlockWarps;
 using rtopk::cuda_detail::kPhaseSlots;
-using rtopk::cuda_detail::pair_level;
+using rtopk::cuda_detail::pair_plan;
 using rtopk::cuda_detail::pair_rows_kernel;
 
 int main(int argc, char** argv) {
@@ -41,7 +52,7 @@ int main(int argc, char** argv) {
   cudaMemcpy(in, h.data(), h.size() * 2, cudaMemcpyHostToDevice);
   const int64_t warps = (rows + kRowsWarp - 1) / kRowsWarp;
   const unsigned grid = unsigned((warps + kPairBlockWarps - 1) / kPairBlockWarps);
-  const int level = pair_level(cols, k, G, E);
+  const auto plan = pair_plan(int64_t(cols), int64_t(k), G, E);
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
@@ -49,7 +60,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < 6; ++r) {
     cudaEventRecord(a);
     pair_rows_kernel<__nv_bfloat16, G, E, true>
-        <<<grid, kPairBlockWarps * 32>>>(in, ov, oi, rows, cols, k, level);
+        <<<grid, kPairBlockWarps * 32>>>(in, ov, oi, rows, cols, k, plan);
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     float t;

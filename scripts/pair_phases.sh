@@ -13,6 +13,7 @@ build() {  # build NAME [PATCH]
   local d
   d=$(mktemp -d)
   cp -r "$ROOT/csrc" "$d/csrc"
+  mkdir -p "$d/tests" && cp -r "$ROOT/tests/emu" "$d/tests/emu"  # (patches may touch the emulator too)
   (cd "$d" && patch -s -p1 <"$ROOT/benchmarks/pending/v70_pair_phases.patch") || return 1
   if [ -n "${2:-}" ]; then (cd "$d" && patch -s -p1 <"$ROOT/$2") || return 1; fi
   "$NV" -arch=sm_90a -O3 -std=c++17 --expt-relaxed-constexpr -DRTOPK_PAIR_PHASES=16 -I "$d/csrc" \
