@@ -9,6 +9,10 @@ Illinois weights and the fraction kept in [1/32, 31/32].
 With `lean`: passes a warp for the old search (key phase with value midpoints, before notes v66), for the value phase
 then the key phase (notes v65 item 9) and for the same with a first probe at 0 from a -inf low end (item 10; the
 kernel's search since notes v66 item 1).
+
+With `guided`: passes a warp for that search and for the same with its first two probes from the row's moments (notes
+v71: mean + z sd, then `step` sd toward the k-th value when the first count is within 4 sqrt(n p (1 - p)) of k), the
+moments of all the row or of its odd elements (the high halves, as the kernel's second form).
 """
 
 import math
@@ -111,7 +115,20 @@ def run(x, k, G, E, variant, vsteps=12):
         hi = torch.where(dn, tk, hi); hi_f = torch.where(dn, tf, hi_f); c_hi = torch.where(dn, c, c_hi)
     return passes
 
-def run_lean(x, k, G, E, probe0, vsteps=12):
+def guided_probes(xb, k, half):
+    """The kernel's PairPlan probes (csrc/cuda/rtopk_pair_rows.cuh, pair_plan): est = mean + z sd of the row (or of
+    its odd elements), the second probe's step in sd, the gate in counts."""
+    N = xb.shape[1]
+    p = k / N
+    z = math.sqrt(2) * torch.erfinv(torch.tensor(1 - 2 * p, dtype=torch.float64)).item()
+    phi = math.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+    xs = xb[:, 1::2] if half else xb
+    mu, sd = xs.mean(1), xs.std(1)
+    spread = p * (1 - p) / phi ** 2 + ((1 + z * z / 2) if half else 0.0)
+    return mu + z * sd, 1.5 * math.sqrt(spread / N) * sd, 4 * math.sqrt(N * p * (1 - p))
+
+
+def run_lean(x, k, G, E, probe0, vsteps=12, guide=None):
     """The value phase then the key phase (notes v65 items 8-9), warp by warp: passes a warp (its rows: 32 / G)."""
     R, M = x.shape
     rw = 32 // G
@@ -129,6 +146,12 @@ def run_lean(x, k, G, E, probe0, vsteps=12):
         mid = lo_f * 0.5 + hi_f * 0.5
         if probe0:
             mid = torch.where((lo_f == -float('inf')) & (hi_f > 0), torch.zeros_like(mid), mid)
+        if guide is not None and step < 2:  # (inside the bracket only, as the kernel has it)
+            est, dstep, gate = guide
+            g = est if step == 0 else torch.where(c1 >= k, est + dstep, est - dstep)
+            if step == 1:
+                g = torch.where((c1 - k).abs() <= gate, g, torch.full_like(g, float('nan')))
+            mid = torch.where((g > lo_f) & (g < hi_f), g, mid)
         vt = bf16_round(mid)
         vf = f_of_bits(vt)
         vph = vph & (step < vsteps) & (vf > lo_f) & (vf < hi_f)
@@ -138,6 +161,8 @@ def run_lean(x, k, G, E, probe0, vsteps=12):
         act = vph & wl.repeat_interleave(rw)
         wpass += wl.int(); wstep += wl.int()
         c = (xb >= vf[:, None]).sum(1).float()
+        if step == 0:
+            c1 = c
         hit = act & (c == k); up = act & (c > k); dn = act & (c < k)
         done |= hit; vph &= ~hit
         lo_f = torch.where(up, vf, lo_f)
@@ -172,6 +197,7 @@ def shape(M, k):
 
 dist = sys.argv[1] if len(sys.argv) > 1 else 'randn'
 lean = len(sys.argv) > 2 and sys.argv[2] == 'lean'
+guided = len(sys.argv) > 2 and sys.argv[2] == 'guided'
 R = 4096
 
 
@@ -184,7 +210,10 @@ def rows(M):
     return x
 
 
-if lean:
+if guided:
+    print(f"# {dist}: passes a warp, the kernel's search / with the guided probes, moments of the row / of its odd "
+          "elements")
+elif lean:
     print(f"# {dist}: passes a warp, the kernel's search / the value phase then the key phase / the same with a first "
           "probe at 0 from a -inf low end")
 else:
@@ -194,6 +223,13 @@ for M in (256, 512, 768):
     for k in (16, 32, 64, 96, 128):
         G, E = shape(M, k)
         rw = 32 // G
+        if guided:
+            xb = x.to(torch.bfloat16).float()
+            pp = run_lean(x, k, G, E, True).float().mean()
+            pf = run_lean(x, k, G, E, True, guide=guided_probes(xb, k, False)).float().mean()
+            ph = run_lean(x, k, G, E, True, guide=guided_probes(xb, k, True)).float().mean()
+            print(M, k, f"G={G}", f"bisection {pp:.2f} | guided {pf:.2f} | guided, half the row {ph:.2f}")
+            continue
         if lean:
             pc = run(x, k, G, E, 'bisect').view(-1, rw).max(1).values.float().mean()
             pl = run_lean(x, k, G, E, False).float().mean()
