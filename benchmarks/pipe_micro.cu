@@ -31,16 +31,17 @@ __device__ __forceinline__ uint32_t hfma(uint32_t a, uint32_t b) {
   return d;
 }
 
-// mode 0: masks summed by integer adds (two a word-pair: acc += m1 + m2), the kernel's count at
-// 3ede404 mode 1: 1.0s summed by add.rn.bf16x2; mode 2: by fma.rn.bf16x2; mode 3: compares only
-// (masks OR-ed) mode 4: half the words as mode 0, half as mode 1; mode 5: masks summed by
-// multiply-adds (mad.lo.u32 by an opaque 1: the fma pipe), one a mask; mode 6: half the masks as
-// mode 0, half as mode 5
 __device__ __forceinline__ uint32_t mad(uint32_t a, uint32_t b, uint32_t c) {
   uint32_t d;
   asm volatile("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
   return d;
 }
+
+// mode 0: masks summed by integer adds (two a word-pair: acc += m1 + m2), the kernel's count at
+// 3ede404 mode 1: 1.0s summed by add.rn.bf16x2; mode 2: by fma.rn.bf16x2; mode 3: compares only
+// (masks OR-ed) mode 4: half the words as mode 0, half as mode 1; mode 5: masks summed by
+// multiply-adds (mad.lo.u32 by an opaque 1: the fma pipe), one a mask; mode 6: half the masks as
+// mode 0, half as mode 5
 template <int MODE>
 __global__ void pass_kernel(const uint32_t* in, uint32_t* out, uint32_t t0, uint32_t one) {
   uint32_t u[16];
