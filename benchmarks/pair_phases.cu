@@ -1,12 +1,12 @@
 // Where a pair-kernel warp's time goes, phase by phase, in a full launch (notes v70 item 12): built
 // with csrc/cuda/rtopk_pair_rows.cuh carrying benchmarks/pending/v70_pair_phases.patch (the
 // RTOPK_PAIR_PHASE stamps; any kernel patch on top), it launches pair_rows_kernel<bf16, 8, 96, k
-// largest> over ROWS x 768 randn rows at k = K, then reads lane 0's clock64() at each phase's end
-// for every 16th block.  Printed: the launch's time (CUDA events, median of 5) and each phase's
-// cycles (median and mean over the sampled blocks). Build and run on the device, in a copy of csrc
-// with the patches applied (scripts/pair_phases.sh):
+// largest> over ROWS x 768 randn rows (to the power POW) at k = K, then reads lane 0's clock64() at
+// each phase's end for every 16th block.  Printed: the launch's time (CUDA events, median of 5) and
+// each phase's cycles (median and mean over the sampled blocks). Build and run on the device, in a
+// copy of csrc with the patches applied (scripts/pair_phases.sh):
 //   nvcc -arch=sm_90a -O3 -std=c++17 --expt-relaxed-constexpr -DRTOPK_PAIR_PHASES=16 -I <csrc> \
-//     -o /tmp/pp benchmarks/pair_phases.cu && /tmp/pp [ROWS] [K]
+//     -o /tmp/pp benchmarks/pair_phases.cu && /tmp/pp [ROWS] [K] [POW]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +34,7 @@ using rtopk::cuda_detail::pair_rows_kernel;
 int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 262144;
   const int k = argc > 2 ? std::atoi(argv[2]) : 64, cols = 768;
+  const int pw = argc > 3 ? std::atoi(argv[3]) : 1;  // (5: x^5 rows, heavy tails)
   constexpr int G = 8, E = 96, kRowsWarp = 32 / G;
   std::vector<__nv_bfloat16> h(size_t(rows) * cols);
   uint64_t s = 12345;
@@ -42,7 +43,8 @@ int main(int argc, char** argv) {
     const double u1 = ((s >> 11) + 1.0) / 9007199254740993.0;
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     const double u2 = (s >> 11) / 9007199254740992.0;
-    v = __float2bfloat16(float(std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2)));
+    const double x = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    v = __float2bfloat16(float(std::pow(x, pw)));
   }
   __nv_bfloat16 *in, *ov;
   int64_t* oi;
@@ -79,8 +81,9 @@ int main(int argc, char** argv) {
                          "staging",
                          "flush (issue)"};
   std::printf(
-      "rows %lld x %d, k = %d, G = %d, E = %d: %.4f ms (median of 5), %lld warps sampled; %s\n",
-      (long long)rows, cols, k, G, E, ms[ms.size() / 2], (long long)sampled,
+      "rows %lld x %d (x^%d), k = %d, G = %d, E = %d: %.4f ms (median of 5), %lld warps sampled; "
+      "%s\n",
+      (long long)rows, cols, pw, k, G, E, ms[ms.size() / 2], (long long)sampled,
       cudaGetErrorString(cudaGetLastError()));
   double total = 0;
   for (int p = 0; p < 6; ++p) {

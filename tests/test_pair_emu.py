@@ -110,3 +110,29 @@ def test_pair_kernel_fallback_rows(emulator, tmp_path, g, e, M, k):
     assert not bad, f"indices differ from the reference in rows {bad[:8]}"
     assert torch.equal(bits(ov), bits(rv))
     assert fallback == len(odd)
+
+
+@pytest.mark.parametrize("g,e,cols,k", [(8, 96, 768, 16), (8, 96, 768, 32), (8, 96, 768, 64), (8, 96, 744, 128),
+                                        (4, 64, 256, 32), (4, 64, 256, 64), (4, 64, 232, 96), (8, 64, 512, 64),
+                                        (8, 64, 512, 96), (8, 64, 480, 128), (4, 128, 512, 64), (2, 128, 256, 32),
+                                        (8, 96, 768, 768)])
+def test_pair_plan(emulator, g, e, cols, k):
+    """The launch's guided probes (PairPlan, notes v71): z the normal quantile of 1 - k / cols, the second probe's
+    step and the gate as pair_plan's comments give them, computed here in float64; z NaN (no probes) where the H200
+    measured no gain (E = 128, G = 8 and E = 96 below k = 32, G = 4 and E = 64 below 64, G = 8 and E = 64 below 96)
+    and at k = cols."""
+    run = subprocess.run([emulator, "plan", str(g), str(e), str(cols), str(k)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    level, inv_n, z, step, gate = (float(t) for t in run.stdout.split())
+    assert inv_n == pytest.approx(2 / cols, rel=1e-6)
+    k_min = {(8, 96): 32, (4, 64): 64, (8, 64): 96}.get((g, e))
+    if k_min is None or k < k_min or k >= cols:
+        assert z != z, f"z = {z}: no probes expected"
+        return
+    q = torch.tensor(k / cols, dtype=torch.float64)
+    zt = torch.special.ndtri(1 - q).item()
+    phi = torch.exp(-0.5 * torch.tensor(zt, dtype=torch.float64) ** 2).item() / (2 * torch.pi) ** 0.5
+    v = (q * (1 - q)).item()
+    assert z == pytest.approx(zt, abs=1e-5)
+    assert step == pytest.approx(1.5 * (v / phi**2 + 1 + zt * zt / 2) ** 0.5 / cols**0.5, rel=1e-5)
+    assert gate == pytest.approx(4 * (v * cols) ** 0.5, rel=1e-5)

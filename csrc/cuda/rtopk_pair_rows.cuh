@@ -35,6 +35,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -76,7 +77,8 @@ __device__ __forceinline__ uint32_t pair_halves_minmax(uint32_t a, uint32_t b, b
   return d;
 }
 
-// Two 16-bit values a 32-bit word.  ge / eq: 0xFFFF in each half where the compare holds.
+// Two 16-bit values a 32-bit word.  ge / eq: 0xFFFF in each half where the compare holds; high:
+// the high half as a float, for the row's moments (PairPlan).
 template <typename scalar_t>
 struct PairOps;
 
@@ -129,6 +131,9 @@ struct PairOps<__nv_bfloat16> {
     return pair_halves_minmax<PairOps>(a, b, false);
 #endif
   }
+  // (The word read as a float: the low half rides below the high one's mantissa, within one of
+  // its ulps; no instruction.)
+  __device__ __forceinline__ static float high(uint32_t w) { return __uint_as_float(w); }
   __device__ __forceinline__ static float to_float(uint32_t h) { return __uint_as_float(h << 16); }
   __device__ __forceinline__ static uint32_t from_float(float f) {
     return __bfloat16_as_ushort(__float2bfloat16_rn(f));
@@ -192,6 +197,17 @@ struct PairOps<__half> {
     return pair_halves_minmax<PairOps>(a, b, false);
 #endif
   }
+  __device__ __forceinline__ static float high(uint32_t w) {
+#if defined(__CUDA_ARCH__)
+    float d;  // (one HADD2.F32 of the high half, no shift)
+    asm("{\n\t.reg .f16 l, h;\n\tmov.b32 {l, h}, %1;\n\tcvt.f32.f16 %0, h;\n\t}"
+        : "=f"(d)
+        : "r"(w));
+    return d;
+#else
+    return to_float(w >> 16);
+#endif
+  }
   __device__ __forceinline__ static float to_float(uint32_t h) {
     return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
   }
@@ -238,6 +254,25 @@ constexpr int kPairBlockWarps = 1;
 constexpr int kPairOutStride = kStageK + 8;  // a row's staged columns (16-bit)
 // Value midpoints for this many steps, then key midpoints (each step then halves the key range).
 constexpr int kPairValueSteps = 12;
+
+// A launch's constants (pair_plan): the bracket's low end by groups of `level` 16-byte words
+// (pair_level), and the search's first two probes as a normal row would have them: the k-th
+// largest of n normal values lies near mean + z sd (z the normal quantile of 1 - k / n), within
+// about sqrt(p (1 - p) / n) / phi(z) sd of it (p = k / n).  So the first probe is mean + z sd,
+// from the moments of half the row's elements (inv_n = 2 / cols), the second `step` sd from it
+// on the side its count points to when that count is within `gate` of k; then bisection as
+// before.  A row whose moments are not finite (NaN, inf) or whose probes fall outside its
+// bracket takes the midpoints; the answer never depends on them.  Only the index-order instances
+// of E <= 96 at the k pair_plan allows take them.  (bf16 randn, `benchmarks/pair_search_model.py
+// randn guided`: passes a warp 768 / k = 64 8.8 -> 6.6, 256 / k = 64 10.7 -> 8.3, 512 / k = 128
+// 10.7 -> 7.6; x^5 rows about as before.)
+struct PairPlan {
+  int level;
+  float inv_n;  // 2 / cols
+  float z;
+  float step;
+  float gate;
+};
 // Rank order in the kernel (the k largest only), k <= pair_sort_k(G): at k <= pair_net_k(G) each
 // output ranked against its row's k by counting (k^2 / 16 warp instructions a row; notes v65 item
 // 12, v66), the rank keys in the row's staging past the columns (PairSmem: 32-bit keys from
@@ -430,7 +465,8 @@ constexpr int kPairMinBlocks = (E >= 96 ? 20 : 24) / kPairBlockWarps;
 template <typename scalar_t, int G, int E, bool kLargest, bool kSorted = false>
 __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     pair_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
-                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k, int level) {
+                     int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
+                     PairPlan plan) {
   static_assert(kLargest || !kSorted, "rank order for the k largest only");
   using C = PairCfg<G, E>;
   using Ops = PairOps<scalar_t>;
@@ -443,6 +479,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
   // The lane's elements past the row's end are padding (whole 16-byte words; the last lanes of
   // a short row may hold none).
   const int nreal = ::min(::max(cols - l * E, 0), E);
+  // (Guided probes, PairPlan: the index-order instances of E <= 96 at the k pair_plan allows.)
+  const bool guide = !kSorted && E <= 96 && plan.z == plan.z;
   constexpr uint32_t kSign2 = 0x80008000u;
   // -inf in both halves (directed: padding ranks below every finite value).
   constexpr uint32_t kNegInf2 = ((0x8000u | Ops::kExp) << 16) | (0x8000u | Ops::kExp);
@@ -490,6 +528,34 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
       vmax[v] = a;
       mx = Ops::max(mx, a);
     }
+    // The row's sum and sum of squares for the first probes (PairPlan), over the high halves (a
+    // sample of half the row) in floats: two float-pipe instructions a word, off the integer
+    // pipe that bounds the search (packed bf16x2 sums of both halves cost ~8% of the kernel's
+    // time on the H200, notes v71 item 2).  Padding left out; NaN / inf make them NaN / inf.
+    float m1 = 0.f, m2 = 0.f;
+    if (guide) {
+      float m1b = 0.f, m2b = 0.f;
+#pragma unroll
+      for (int v = 0; v < C::kVecs; ++v) {
+        if (8 * v < nreal) {
+#pragma unroll
+          for (int j = 0; j < 4; j += 2) {
+            const float a = Ops::high(w[4 * v + j]), b = Ops::high(w[4 * v + j + 1]);
+            m1 += a;
+            m2 = fmaf(a, a, m2);
+            m1b += b;
+            m2b = fmaf(b, b, m2b);
+          }
+        }
+      }
+      m1 += m1b;
+      m2 += m2b;
+#pragma unroll
+      for (int o = 1; o < G; o *= 2) {
+        m1 += __shfl_xor_sync(kFullMask, m1, o);
+        m2 += __shfl_xor_sync(kFullMask, m2, o);
+      }
+    }
     // The bracket's low end: the smallest maximum of the row's groups of V words (host-chosen:
     // the widest with at least k groups; each group's maximum is an element >= it), or with
     // V = 0 the row's minimum.
@@ -504,7 +570,7 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         if (8 * v0 < nreal) mn = Ops::min(mn, m);
       }
     };
-    switch (level) {
+    switch (plan.level) {
       case 8:
         group_min(std::integral_constant<int, 8>{});
         break;
@@ -653,18 +719,37 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     // first probe is 0 instead where hi is above it, as the key midpoint nearly is.  Only the
     // first: a count at 0 below k leaves lo at -inf and hi at 0, whose midpoint ends the phase.)
     float mid = lo_f == -INFINITY && hi_f > 0.f ? 0.f : lo_f * 0.5f + hi_f * 0.5f;
-    for (;; ++step) {
+    const auto value_step = [&](float m, int& c) {
       uint32_t t2;
-      const float vf = Ops::threshold(mid, t2);
+      const float vf = Ops::threshold(m, t2);
       vphase = vphase && step < kPairValueSteps && vf > lo_f && vf < hi_f;
-      if (!__any_sync(kFullMask, vphase)) break;
-      const int c = count_ge(t2);
+      if (!__any_sync(kFullMask, vphase)) return false;
+      c = count_ge(t2);
       lo_f = vphase && c >= kk ? vf : lo_f;
       const bool down = vphase && c <= kk;
       hi_f = down ? vf : hi_f;
       c_hi = down ? c : c_hi;
-      mid = lo_f * 0.5f + hi_f * 0.5f;
+      ++step;
+      return true;
+    };
+    int c = 0;
+    if (guide) {
+      // The first two steps guided (PairPlan): mean + z sd where it falls inside the bracket,
+      // then `step` sd from it toward the k-th value where the count was near k.  (Outside the
+      // loop, so that its steps pay nothing for them.)
+      const float mean = m1 * plan.inv_n, sd = sqrtf(m2 * plan.inv_n - mean * mean);
+      const float est = mean + plan.z * sd;
+      uint32_t t2;
+      float gf = Ops::threshold(est, t2);
+      const bool guided = gf > lo_f && gf < hi_f;  // (false for NaN)
+      if (value_step(guided ? est : mid, c)) {
+        mid = lo_f * 0.5f + hi_f * 0.5f;
+        const float g2 = est + (c >= kk ? plan.step : -plan.step) * sd;
+        gf = Ops::threshold(g2, t2);
+        if (guided && fabsf(float(c - kk)) <= plan.gate && gf > lo_f && gf < hi_f) mid = g2;
+      }
     }
+    while (value_step(mid, c)) mid = lo_f * 0.5f + hi_f * 0.5f;
     // The key phase (ends by adjacent keys at the latest: at most 16 more steps).
     int lo = pair_key(Ops::from_float(lo_f)), hi = pair_key(Ops::from_float(hi_f));
     for (;; ++step) {
@@ -945,6 +1030,32 @@ inline int pair_level(int64_t cols, int64_t k, int G, int E) {
   return 0;
 }
 
+// The launch's PairPlan.  z by two Newton steps on erfc from Abramowitz and Stegun 26.2.23's
+// start (|error| < 4.5e-4 there); z NaN (no moments, no guided probe) outside the shapes and k
+// below.
+inline PairPlan pair_plan(int64_t cols, int64_t k, int G, int E) {
+  PairPlan p{pair_level(cols, k, G, E), 2.f / float(cols), NAN, 0.f, 0.f};
+  // (Where the H200 measured a gain, notes v71 item 3: G = 8, E = 96 from k = 32; G = 4, E = 64
+  // from k = 64; G = 8, E = 64 from k = 96.  Rows of E = 128 and rank order lost 1-5%; so did
+  // smaller k, where the passes saved do not pay for the moments.)
+  const int64_t k_min = E == 96 ? 32 : E == 64 ? (G == 4 ? 64 : 96) : cols;
+  if (k < k_min || k >= cols) return p;
+  const double q = double(k) / double(cols), tail = q < 0.5 ? q : 1.0 - q;
+  const double t = std::sqrt(-2.0 * std::log(tail));
+  double z = t - (2.515517 + t * (0.802853 + t * 0.010328)) /
+                     (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308)));
+  const double inv_sqrt_2pi = 0.3989422804014327;
+  for (int i = 0; i < 2; ++i)  // (the upper tail's quantile: P(X >= z) = tail)
+    z += (0.5 * std::erfc(z * 0.7071067811865476) - tail) / (inv_sqrt_2pi * std::exp(-0.5 * z * z));
+  if (q > 0.5) z = -z;
+  const double phi = inv_sqrt_2pi * std::exp(-0.5 * z * z), v = q * (1.0 - q);
+  p.z = float(z);
+  // (The spread of the k-th value about mean + z sd, and the sample's error in mean and sd.)
+  p.step = float(1.5 * std::sqrt(v / (phi * phi) + 1.0 + 0.5 * z * z) / std::sqrt(double(cols)));
+  p.gate = float(4.0 * std::sqrt(v * double(cols)));
+  return p;
+}
+
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 template <typename scalar_t, int G, int E>
 void launch_pair_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
@@ -958,7 +1069,7 @@ void launch_pair_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const Row
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7FFFFFFF));
   kernel<<<grid, kPairBlockWarps * 32, 0, stream>>>(in, ov, oi, a.rows, static_cast<int>(a.cols),
                                                     static_cast<int>(a.k),
-                                                    pair_level(a.cols, a.k, G, E));
+                                                    pair_plan(a.cols, a.k, G, E));
 }
 
 // Launches the shape pair_rows_shape chose (g: its lanes a row).

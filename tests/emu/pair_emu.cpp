@@ -1,8 +1,9 @@
 // The packed-pair kernel (csrc/cuda/rtopk_pair_rows.cuh) on the warp emulator: reads rows from a
 // file, runs pair_rows_kernel<T, G, E, largest, sorted> over a grid of one-warp blocks (the
-// kernel's `level` as the launch computes it), writes the outputs (poisoned first: unwritten slots
+// kernel's PairPlan as the launch computes it), writes the outputs (poisoned first: unwritten slots
 // show). Driven by tests/test_pair_emu.py.
 //   pair_emu DTYPE(f16|bf16) G E LARGEST ROWS COLS K GRID IN OUT_V OUT_I
+//   pair_emu plan G E COLS K   (prints the launch's PairPlan: level inv_n z step gate)
 //   (G, E: 2 128, 4 64, 4 128, 8 64 or 8 96; LARGEST 0 the k smallest, 1 the k largest, 2 the k
 //   largest in rank order)
 #include <string>
@@ -17,15 +18,15 @@ namespace {
 template <typename T, int G, int E>
 void run(int largest, int64_t rows, int cols, int k, unsigned grid, char** files) {
   using namespace rtopk::cuda_detail;
-  const int level = pair_level(cols, k, G, E);
+  const PairPlan plan = pair_plan(cols, k, G, E);
   emu::run_topk<T>(files, rows, cols, k, grid, kPairBlockWarps * 32,
                    [&](const T* in, T* ov, int64_t* oi) {
                      if (largest == 2)
-                       pair_rows_kernel<T, G, E, true, true>(in, ov, oi, rows, cols, k, level);
+                       pair_rows_kernel<T, G, E, true, true>(in, ov, oi, rows, cols, k, plan);
                      else if (largest)
-                       pair_rows_kernel<T, G, E, true>(in, ov, oi, rows, cols, k, level);
+                       pair_rows_kernel<T, G, E, true>(in, ov, oi, rows, cols, k, plan);
                      else
-                       pair_rows_kernel<T, G, E, false>(in, ov, oi, rows, cols, k, level);
+                       pair_rows_kernel<T, G, E, false>(in, ov, oi, rows, cols, k, plan);
                    });
 }
 
@@ -50,6 +51,13 @@ bool run_shape(int g, int e, int largest, int64_t rows, int cols, int k, unsigne
 }  // namespace
 
 int main(int argc, char** argv) {
+  // pair_emu plan G E COLS K: the launch's PairPlan (tests/test_pair_emu.py::test_pair_plan).
+  if (argc == 6 && std::string(argv[1]) == "plan") {
+    const int g = std::atoi(argv[2]), e = std::atoi(argv[3]);
+    const auto p = rtopk::cuda_detail::pair_plan(std::atoll(argv[4]), std::atoll(argv[5]), g, e);
+    std::printf("%d %.9g %.9g %.9g %.9g\n", p.level, p.inv_n, p.z, p.step, p.gate);
+    return 0;
+  }
   if (argc != 12) {
     std::fprintf(stderr, "usage: %s DTYPE G E LARGEST ROWS COLS K GRID IN OUT_V OUT_I\n", argv[0]);
     return 2;
