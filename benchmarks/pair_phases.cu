@@ -1,12 +1,13 @@
 // Where a pair-kernel warp's time goes, phase by phase, in a full launch (notes v70 item 12): built
 // with csrc/cuda/rtopk_pair_rows.cuh carrying benchmarks/pending/v70_pair_phases.patch (the
-// RTOPK_PAIR_PHASE stamps; any kernel patch on top), it launches pair_rows_kernel<bf16, 8, 96, k
-// largest> over ROWS x 768 randn rows (to the power POW) at k = K, then reads lane 0's clock64() at
-// each phase's end for every 16th block.  Printed: the launch's time (CUDA events, median of 5) and
-// each phase's cycles (median and mean over the sampled blocks). Build and run on the device, in a
-// copy of csrc with the patches applied (scripts/pair_phases.sh):
+// RTOPK_PAIR_PHASE stamps; any kernel patch on top), it launches pair_rows_kernel<bf16, G, E, k
+// largest> over ROWS x COLS randn rows (to the power POW) at k = K, then reads lane 0's clock64()
+// at each phase's end for every 16th block.  COLS 768: G = 8, E = 96 (the default); 512: G = 4, E =
+// 128 (built with -DPP_COLS_512); 256: G = 2, E = 128 (-DPP_COLS_256).  Printed: the launch's time
+// (CUDA events, median of 5) and each phase's cycles (median and mean over the sampled blocks).
+// Build and run on the device, in a copy of csrc with the patches applied (scripts/pair_phases.sh):
 //   nvcc -arch=sm_90a -O3 -std=c++17 --expt-relaxed-constexpr -DRTOPK_PAIR_PHASES=16 -I <csrc> \
-//     -o /tmp/pp benchmarks/pair_phases.cu && /tmp/pp [ROWS] [K] [POW]
+//     -o /tmp/pp benchmarks/pair_phases.cu && /tmp/pp [ROWS] [K] [POW] [COLS]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,11 +32,9 @@ using rtopk::cuda_detail::kPhaseSlots;
 using rtopk::cuda_detail::pair_plan;
 using rtopk::cuda_detail::pair_rows_kernel;
 
-int main(int argc, char** argv) {
-  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 262144;
-  const int k = argc > 2 ? std::atoi(argv[2]) : 64, cols = 768;
-  const int pw = argc > 3 ? std::atoi(argv[3]) : 1;  // (5: x^5 rows, heavy tails)
-  constexpr int G = 8, E = 96, kRowsWarp = 32 / G;
+template <int G, int E>
+int run(int64_t rows, int k, int pw) {
+  constexpr int cols = G * E, kRowsWarp = 32 / G;
   std::vector<__nv_bfloat16> h(size_t(rows) * cols);
   uint64_t s = 12345;
   for (auto& v : h) {  // (Box-Muller over a 64-bit LCG: randn rows)
@@ -96,6 +95,23 @@ int main(int argc, char** argv) {
     std::printf("  %-26s median %8.0f  mean %8.0f  p90 %8.0f cycles\n", names[p], d[d.size() / 2],
                 mean, d[d.size() * 9 / 10]);
   }
-  std::printf("  %-26s mean %8.0f cycles a warp (4 rows)\n", "all", total);
+  std::printf("  %-26s mean %8.0f cycles a warp (%d rows)\n", "all", total, kRowsWarp);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 262144;
+  const int k = argc > 2 ? std::atoi(argv[2]) : 64;
+  const int pw = argc > 3 ? std::atoi(argv[3]) : 1;  // (5: x^5 rows, heavy tails)
+  const int cols = argc > 4 ? std::atoi(argv[4]) : 768;
+  if (cols == 768) return run<8, 96>(rows, k, pw);
+#ifdef PP_COLS_512
+  if (cols == 512) return run<4, 128>(rows, k, pw);
+#endif
+#ifdef PP_COLS_256
+  if (cols == 256) return run<2, 128>(rows, k, pw);
+#endif
+  std::printf("rows of %d: not built (768; 512 with -DPP_COLS_512; 256 with -DPP_COLS_256)\n",
+              cols);
+  return 1;
 }
