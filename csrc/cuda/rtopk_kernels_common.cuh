@@ -147,6 +147,65 @@ __device__ __forceinline__ int lane_group_inclusive(int v, int l) {
   return v;
 }
 
+// T (8 or 16 bits) into shared memory where `pred` holds, predicated inside the asm (a plain `if`
+// came out of the compiler as a branch around the store: BSSY / BRA / BSYNC).
+template <typename T>
+__device__ __forceinline__ void shared_store_if(T* p, uint32_t v, bool pred) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2, "8 or 16 bits");
+#if defined(__CUDA_ARCH__)
+  const uint32_t a = uint32_t(__cvta_generic_to_shared(p));
+  if constexpr (sizeof(T) == 1)
+    asm volatile(
+        "{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.u8 [%0], %1;\n\t}" ::"r"(a),
+        "r"(v), "r"(int(pred))
+        : "memory");
+  else
+    asm volatile(
+        "{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.u16 [%0], %1;\n\t}" ::"r"(a),
+        "h"(uint16_t(v)), "r"(int(pred))
+        : "memory");
+#else
+  if (pred) *p = T(v);
+#endif
+}
+
+// A lane's selected columns staged in index order (the lane and pair kernels' emit): each set bit
+// b of mask[i] stored as T(base + 32 i + b) at out[its place among the set bits].  Two bits a mask
+// a trip, the lowest from the front and the highest from the back (one left: the same slot
+// twice), the masks side by side with an empty mask's stores predicated off, so a warp's trips
+// are its fullest lane-mask's over two (not the sum over masks of each one's fullest) and the
+// masks' chains (find the bits, store, clear) overlap (notes v73 items 6, 7).
+template <int N, typename T>
+__device__ __forceinline__ void stage_set_bits(const uint32_t (&mask)[N], T* out, int base) {
+  uint32_t m[N];
+  T* front[N];
+  T* back[N];
+  uint32_t any = 0u;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    m[i] = mask[i];
+    front[i] = out;
+    out += __popc(m[i]);
+    back[i] = out - 1;
+    any |= m[i];
+  }
+  while (any) {
+    any = 0u;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const bool has = m[i] != 0u;
+      const int lo_b = __ffs(m[i]) - 1, hz = __clz(m[i]);  // (m = 0: -1, 32; stores off)
+      shared_store_if(front[i], uint32_t(base + 32 * i + lo_b), has);
+      shared_store_if(back[i], uint32_t(base + 32 * i + 31 - hz), has);
+      front[i] = has ? front[i] + 1 : front[i];
+      back[i] = has ? back[i] - 1 : back[i];
+      // (The lowest bit off, then the highest; m = 0 stays 0.)
+      m[i] = (m[i] & (m[i] - 1u)) & ~(0x80000000u >> (hz & 31));
+      any |= m[i];
+    }
+  }
+}
+
 // Butterfly reduction: every lane ends with the result.
 template <typename T, typename Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op) {
