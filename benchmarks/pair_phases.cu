@@ -60,14 +60,22 @@ int run(int64_t rows, int k, int pw) {
   const int64_t warps = (rows + kRowsWarp - 1) / kRowsWarp;
   const unsigned grid = unsigned((warps + kPairBlockWarps - 1) / kPairBlockWarps);
   const auto plan = pair_plan(int64_t(cols), int64_t(k), G, E);
+  // (A tree with the row copy's instances, notes v74 item 6: the one its launch takes at this k.)
+#ifdef RTOPK_PAIR_COPY_MIN_K
+  constexpr bool kMayCopy = E <= 96;
+  const auto kernel = kMayCopy && k >= rtopk::cuda_detail::kPairCopyMinK
+                          ? pair_rows_kernel<__nv_bfloat16, G, E, true, false, kMayCopy>
+                          : pair_rows_kernel<__nv_bfloat16, G, E, true>;
+#else
+  const auto kernel = pair_rows_kernel<__nv_bfloat16, G, E, true>;
+#endif
   cudaEvent_t a, b;
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   std::vector<float> ms;
   for (int r = 0; r < 6; ++r) {
     cudaEventRecord(a);
-    pair_rows_kernel<__nv_bfloat16, G, E, true>
-        <<<grid, kPairBlockWarps * 32>>>(in, ov, oi, rows, cols, k, plan);
+    kernel<<<grid, kPairBlockWarps * 32>>>(in, ov, oi, rows, cols, k, plan);
     cudaEventRecord(b);
     cudaEventSynchronize(b);
     float t;
