@@ -60,12 +60,9 @@ int run(int64_t rows, int k, int pw) {
   const int64_t warps = (rows + kRowsWarp - 1) / kRowsWarp;
   const unsigned grid = unsigned((warps + kPairBlockWarps - 1) / kPairBlockWarps);
   const auto plan = pair_plan(int64_t(cols), int64_t(k), G, E);
-  // (A tree with the row copy's instances, notes v74 item 6: the one its launch takes at this k.)
-#ifdef RTOPK_PAIR_COPY_MIN_K
-  constexpr bool kMayCopy = E <= 96;
-  const auto kernel = kMayCopy && k >= rtopk::cuda_detail::kPairCopyMinK
-                          ? pair_rows_kernel<__nv_bfloat16, G, E, true, false, kMayCopy>
-                          : pair_rows_kernel<__nv_bfloat16, G, E, true>;
+  // (A tree with the launch's instance choice, notes v74 item 7: the one it takes at this k.)
+#ifdef RTOPK_PAIR_ROWS_INSTANCE
+  const auto kernel = rtopk::cuda_detail::pair_rows_instance<__nv_bfloat16, G, E>(true, false, k);
 #else
   const auto kernel = pair_rows_kernel<__nv_bfloat16, G, E, true>;
 #endif
