@@ -63,7 +63,7 @@ def rows_side_by_side(dtype, g, M, seed):
 def test_pair_kernel_emulated(emulator, tmp_path, dtype, g, e, M):
     x = rows_side_by_side(dtype, g, M, M * 11 + g + e + list(DTYPES).index(dtype))
     nan_rows = int(torch.isnan(x).any(-1).sum())
-    for k in (1, 3, 9, 17, 33, 64, 100, 128):
+    for k in (1, 3, 9, 17, 33, 64, 97, 100, 128):  # (from 96 at E <= 96: the row copy's instances)
         for largest in (True, False):
             ctx = f"G={g} E={e} M={M} k={k} largest={largest} dtype={dtype}"
             ov, oi, fallback = emu_run(emulator, tmp_path, x, k, g, e, largest, grid=2)
@@ -93,7 +93,7 @@ def test_pair_kernel_rank_order_emulated(emulator, tmp_path, dtype, g, e, M):
 
 
 @pytest.mark.parametrize("g,e,M", [(2, 128, 256), (4, 64, 232), (8, 96, 768)], ids=["G2_E128", "G4_E64", "G8_E96"])
-@pytest.mark.parametrize("k", [16, 17, 40])
+@pytest.mark.parametrize("k", [16, 17, 40, 97, 128])
 def test_pair_kernel_fallback_rows(emulator, tmp_path, g, e, M, k):
     """Rows left to the fallback (the k smallest: a +inf k-th value tied with NaN) beside randn rows in one warp, at
     even and odd k (both unsorted flushes, which flush such a row's zeroed staging before the fallback rewrites it):

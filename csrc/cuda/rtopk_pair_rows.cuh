@@ -462,7 +462,14 @@ struct PairSmem {
 template <int E>
 constexpr int kPairMinBlocks = (E >= 96 ? 20 : 24) / kPairBlockWarps;
 
-template <typename scalar_t, int G, int E, bool kLargest, bool kSorted = false>
+// The flush's values from a shared copy of the warp's rows (kCopy, below) in index order at E <= 96
+// from this k: the copy lengthens the load phase (~1900-3200 cycles a warp at 768 with its stores
+// after the bracket), which only the longer flushes of k >= 64 repay (notes v75 item 6, H100, 2^18
+// x 768: -5.6% at k = 64, -6.0% at k = 128; v74 item 2: +4.6% at k = 32).  (Its 4.6-6.5 KB a warp
+// still leave 20 / 24 blocks an SM, but less of the SM's 256 KB to L1: +1..+3% without the copy.)
+constexpr int kPairCopyMinK = 64;
+
+template <typename scalar_t, int G, int E, bool kLargest, bool kSorted = false, bool kCopy = false>
 __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     pair_rows_kernel(const scalar_t* __restrict__ in, scalar_t* __restrict__ out_values,
                      int64_t* __restrict__ out_indices, int64_t rows, int cols, int k,
@@ -472,6 +479,13 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
   using Ops = PairOps<scalar_t>;
   using S = PairSmem<G, E, kSorted>;
   __shared__ typename S::Warp smem[kPairBlockWarps];
+  // kCopy: a copy of the warp's rows here for the flush's gathers, which read back from global
+  // memory missed L1 (~1000 cycles a flush trip at 768, notes v73; the SM streams its L1's size in
+  // less than a warp's turn).  Each lane's E elements, then 16 bytes of padding (the 16-byte stores
+  // of a warp's lanes fall in distinct banks).
+  static_assert(!kCopy || (!kSorted && E <= 96), "the copy in the index-order flush of E <= 96");
+  constexpr int kCopyVecs = E / 8 + 1;  // 16-byte words a lane's segment
+  __shared__ uint4 rowcopy[kPairBlockWarps][kCopy ? 32 * kCopyVecs : 1];
   const int lane = threadIdx.x & 31;
   const int warp = __shfl_sync(kFullMask, int(threadIdx.x / 32), 0);  // (warp-uniform loop)
   const int g = lane / G, l = lane % G;
@@ -499,6 +513,8 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     // Load: 16-byte words; padding (and rows past the end) as -inf.
     uint32_t w[C::kWords];
     const scalar_t* const src = in + (r0 + g) * int64_t(cols) + l * E;
+    uint4* const rcopy = rowcopy[warp] + (kCopy ? lane * kCopyVecs : 0);
+    if constexpr (kCopy) __syncwarp();  // (the previous block's flush read the copy)
 #pragma unroll
     for (int v = 0; v < C::kVecs; ++v) {
       uint4 q = make_uint4(kNegInf2, kNegInf2, kNegInf2, kNegInf2);
@@ -600,6 +616,13 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
     mx &= 0xFFFFu;
     mn &= 0xFFFFu;
     if (mx == 0x8000u) mx = 0u;  // -0.0 as +0.0: nothing is >= the value past it
+    // The copy's stores here, after the bracket's shuffles, not as the loads arrive (an STS waits
+    // for its load's data: in the load loop they held the warp to the loads' arrival order).
+    if constexpr (kCopy) {
+#pragma unroll
+      for (int v = 0; v < C::kVecs; ++v)
+        rcopy[v] = make_uint4(w[4 * v], w[4 * v + 1], w[4 * v + 2], w[4 * v + 3]);
+    }
     // A row whose maximum is NaN, +inf or -inf (odd): handled after the re-pairing below.
     const bool odd = live && (mx & Ops::kExp) == Ops::kExp;
     bool ok = live;
@@ -845,6 +868,13 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
         for (int p = l; p < k; p += G) sw.cols[g][p] = 0;
       __syncwarp();
     }
+    // Row gg's element c from the copy: lane gg G + c / E's segment, element c % E.
+    [[maybe_unused]] const auto copied = [&](int gg, uint32_t c) -> uint32_t {
+      const uint16_t* const rc = reinterpret_cast<const uint16_t*>(rowcopy[warp]);
+      // (The k smallest: the copy holds the directed bits; their sign back here.)
+      return rc[uint32_t(gg) * uint32_t(G * 8 * kCopyVecs) + c + 8u * (c / uint32_t(E))] ^
+             (kLargest ? 0u : 0x8000u);
+    };
     [[maybe_unused]] const char* const scols = reinterpret_cast<const char*>(sw.cols);
     [[maybe_unused]] const int rowstep = int(sizeof(sw.cols[0])) - 2 * k;
     if constexpr (kSorted) {
@@ -891,9 +921,16 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
           at[j] = e < total ? e : -1;
           cc[j] =
               at[j] >= 0 ? *reinterpret_cast<const uint32_t*>(scols + 2 * e + gg * rowstep) : 0u;
-          const uint32_t rb = uint32_t(gg) * uint32_t(cols);
-          const uint32_t v0 = at[j] >= 0 ? __ldg(raw + (rb + (cc[j] & 0xFFFFu))) : 0u;
-          const uint32_t v1 = at[j] >= 0 ? __ldg(raw + (rb + (cc[j] >> 16))) : 0u;
+          uint32_t v0, v1;
+          if constexpr (kCopy) {  // (past the end: row 0's column 0, unused)
+            const int gs = at[j] >= 0 ? gg : 0;
+            v0 = copied(gs, cc[j] & 0xFFFFu);
+            v1 = copied(gs, cc[j] >> 16);
+          } else {
+            const uint32_t rb = uint32_t(gg) * uint32_t(cols);
+            v0 = at[j] >= 0 ? __ldg(raw + (rb + (cc[j] & 0xFFFFu))) : 0u;
+            v1 = at[j] >= 0 ? __ldg(raw + (rb + (cc[j] >> 16))) : 0u;
+          }
           vv[j] = v0 | v1 << 16;
         }
 #pragma unroll
@@ -915,8 +952,13 @@ __global__ void __launch_bounds__(kPairBlockWarps * 32, kPairMinBlocks<E>)
           at[j] = e < total ? e : -1;
           col[j] =
               at[j] >= 0 ? *reinterpret_cast<const uint16_t*>(scols + 2 * e + gg * rowstep) : 0;
-          const uint32_t rb = uint32_t(gg) * uint32_t(cols);
-          bits[j] = at[j] >= 0 ? __ldg(raw + (rb + uint32_t(col[j]))) : uint16_t(0);
+          if constexpr (kCopy) {
+            bits[j] = uint16_t(
+                copied(at[j] >= 0 ? gg : 0, uint32_t(col[j])));  // (past the end: row 0's column 0)
+          } else {
+            const uint32_t rb = uint32_t(gg) * uint32_t(cols);
+            bits[j] = at[j] >= 0 ? __ldg(raw + (rb + uint32_t(col[j]))) : uint16_t(0);
+          }
         }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
@@ -1042,14 +1084,28 @@ inline PairPlan pair_plan(int64_t cols, int64_t k, int G, int E) {
   return p;
 }
 
+// The instance a launch takes (the emulator's and benchmarks/pair_phases.cu's too, the latter where
+// RTOPK_PAIR_ROWS_INSTANCE says this tree has it): rank order for the k largest past k = 1, the
+// row copy in index order from kPairCopyMinK at E <= 96.
+#define RTOPK_PAIR_ROWS_INSTANCE 1
+template <typename scalar_t, int G, int E>
+auto pair_rows_instance(bool largest, bool sorted, int64_t k) {
+  constexpr bool kMayCopy = E <= 96;
+  const bool copy = kMayCopy && k >= kPairCopyMinK;
+  if (!largest)
+    return copy ? pair_rows_kernel<scalar_t, G, E, false, false, kMayCopy>
+                : pair_rows_kernel<scalar_t, G, E, false>;
+  if (sorted && k > 1) return pair_rows_kernel<scalar_t, G, E, true, true>;
+  return copy ? pair_rows_kernel<scalar_t, G, E, true, false, kMayCopy>
+              : pair_rows_kernel<scalar_t, G, E, true>;
+}
+
 #ifndef RTOPK_WARP_EMU  // (the emulator calls the kernel itself)
 template <typename scalar_t, int G, int E>
 void launch_pair_rows_g(const scalar_t* in, scalar_t* ov, int64_t* oi, const RowLaunch& a,
                         cudaStream_t stream) {
   using C = PairCfg<G, E>;
-  const auto kernel = !a.largest            ? pair_rows_kernel<scalar_t, G, E, false>
-                      : a.sorted && a.k > 1 ? pair_rows_kernel<scalar_t, G, E, true, true>
-                                            : pair_rows_kernel<scalar_t, G, E, true>;
+  const auto kernel = pair_rows_instance<scalar_t, G, E>(a.largest, a.sorted, a.k);
   const int64_t warps = (a.rows + C::kRows - 1) / C::kRows;
   const int64_t blocks = (warps + kPairBlockWarps - 1) / kPairBlockWarps;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, 0x7FFFFFFF));

@@ -1,7 +1,7 @@
 // The packed-pair kernel (csrc/cuda/rtopk_pair_rows.cuh) on the warp emulator: reads rows from a
-// file, runs pair_rows_kernel<T, G, E, largest, sorted> over a grid of one-warp blocks (the
-// kernel's PairPlan as the launch computes it), writes the outputs (poisoned first: unwritten slots
-// show). Driven by tests/test_pair_emu.py.
+// file, runs the pair_rows_kernel instance a launch takes (pair_rows_instance) over a grid of
+// one-warp blocks (the kernel's PairPlan as the launch computes it), writes the outputs (poisoned
+// first: unwritten slots show). Driven by tests/test_pair_emu.py.
 //   pair_emu DTYPE(f16|bf16) G E LARGEST ROWS COLS K GRID IN OUT_V OUT_I
 //   pair_emu plan G E COLS K   (prints the launch's PairPlan: level inv_n z step gate)
 //   (G, E: 2 128, 4 64, 4 128, 8 64 or 8 96; LARGEST 0 the k smallest, 1 the k largest, 2 the k
@@ -19,15 +19,10 @@ template <typename T, int G, int E>
 void run(int largest, int64_t rows, int cols, int k, unsigned grid, char** files) {
   using namespace rtopk::cuda_detail;
   const PairPlan plan = pair_plan(cols, k, G, E);
-  emu::run_topk<T>(files, rows, cols, k, grid, kPairBlockWarps * 32,
-                   [&](const T* in, T* ov, int64_t* oi) {
-                     if (largest == 2)
-                       pair_rows_kernel<T, G, E, true, true>(in, ov, oi, rows, cols, k, plan);
-                     else if (largest)
-                       pair_rows_kernel<T, G, E, true>(in, ov, oi, rows, cols, k, plan);
-                     else
-                       pair_rows_kernel<T, G, E, false>(in, ov, oi, rows, cols, k, plan);
-                   });
+  emu::run_topk<T>(
+      files, rows, cols, k, grid, kPairBlockWarps * 32, [&](const T* in, T* ov, int64_t* oi) {
+        pair_rows_instance<T, G, E>(largest != 0, largest == 2, k)(in, ov, oi, rows, cols, k, plan);
+      });
 }
 
 template <typename T>
