@@ -63,7 +63,7 @@ def rows_side_by_side(dtype, g, M, seed):
 def test_pair_kernel_emulated(emulator, tmp_path, dtype, g, e, M):
     x = rows_side_by_side(dtype, g, M, M * 11 + g + e + list(DTYPES).index(dtype))
     nan_rows = int(torch.isnan(x).any(-1).sum())
-    for k in (1, 3, 9, 17, 33, 64, 97, 100, 128):  # (from 96 at E <= 96: the row copy's instances)
+    for k in (1, 3, 9, 17, 33, 64, 97, 100, 128):  # (from kPairCopyMinK at E <= 96: the row copy)
         for largest in (True, False):
             ctx = f"G={g} E={e} M={M} k={k} largest={largest} dtype={dtype}"
             ov, oi, fallback = emu_run(emulator, tmp_path, x, k, g, e, largest, grid=2)
