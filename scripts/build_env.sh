@@ -20,8 +20,8 @@ rm -rf build rtopk/_C*.so
 # shellcheck source=scripts/src_hash.sh
 . "$(dirname "${BASH_SOURCE[0]}")/src_hash.sh"
 # rtopk_build LOG [PREBUILT]: the extension in place (rtopk/_C.abi3.so), built here into LOG, or with PREBUILT
-# (a folder scripts/prebuild.sh wrote, carried to the device) its binary, after checking that it was built for
-# this torch from these sources.
+# (a folder scripts/prebuild.sh wrote, carried to the device, or one unpacked from a pack, below) its binary,
+# after checking that it was built for this torch from these sources.
 rtopk_build() {
   local log=$1 pre=${2:-}
   if [ -z "$pre" ]; then
@@ -35,9 +35,20 @@ rtopk_build() {
     echo "prebuilt $pre is for '$want', this tree is '$have': not taken" | tee "$log"
     return 1
   fi
+  if [ -f "$pre/_C.abi3.so" ]; then  # (unpacked from a pack: uncompressed)
+    cp "$pre/_C.abi3.so" rtopk/_C.abi3.so && cp "$pre/build.log" "$log"
+    return
+  fi
   python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
     "$pre/_C.abi3.so.xz" rtopk/_C.abi3.so && cp "$pre/build.log" "$log"
 }
+# A pack (scripts/prebuild_pack.sh: several prebuilt folders in one xz stream whose dictionary spans them all, so
+# that A's and B's binaries, ~43 MB each alone, fit one call's 64 MiB carry together) is unpacked into prebuilt/
+# when the scripts are sourced, once a pack.
+if [ -f prebuilt/pack.tar.xz ] && [ ! prebuilt/.unpacked -nt prebuilt/pack.tar.xz ]; then
+  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
+    prebuilt/pack.tar.xz prebuilt && touch prebuilt/.unpacked && echo "unpacked: $(ls prebuilt)"
+fi
 # rtopk_call_build DIR: a device call's build step (PREBUILT, else built here) into DIR/build.log, then its seconds
 # since the caller's t0 (its start, date +%s) and the pair kernels' ptxas lines; a failed build ends the caller.
 # shellcheck disable=SC2154
