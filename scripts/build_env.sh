@@ -44,10 +44,13 @@ rtopk_build() {
 }
 # A pack (scripts/prebuild_pack.sh: several prebuilt folders in one xz stream whose dictionary spans them all, so
 # that A's and B's binaries, ~43 MB each alone, fit one call's 64 MiB carry together) is unpacked into prebuilt/
-# when the scripts are sourced, once a pack.
-if [ -f prebuilt/pack.tar.xz ] && [ ! prebuilt/.unpacked -nt prebuilt/pack.tar.xz ]; then
-  python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
-    prebuilt/pack.tar.xz prebuilt && touch prebuilt/.unpacked && echo "unpacked: $(ls prebuilt)"
+# when the scripts are sourced, once a pack (its checksum, not its time: a carried file may keep this machine's).
+if [ -f prebuilt/pack.tar.xz ]; then
+  rtopk_pack_sum=$(cksum <prebuilt/pack.tar.xz)
+  if [ "$(cat prebuilt/.unpacked 2>/dev/null)" != "$rtopk_pack_sum" ]; then
+    python3 -c "import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter='data')" \
+      prebuilt/pack.tar.xz prebuilt && echo "$rtopk_pack_sum" >prebuilt/.unpacked && echo "unpacked: $(ls prebuilt)"
+  fi
 fi
 # rtopk_call_build DIR: a device call's build step (PREBUILT, else built here) into DIR/build.log, then its seconds
 # since the caller's t0 (its start, date +%s) and the pair kernels' ptxas lines; a failed build ends the caller.
