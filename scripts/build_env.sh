@@ -36,15 +36,15 @@ rtopk_build() {
     return 1
   fi
   if [ -f "$pre/_C.abi3.so" ]; then  # (unpacked from a pack: uncompressed)
-    cp "$pre/_C.abi3.so" rtopk/_C.abi3.so && cp "$pre/build.log" "$log"
-    return
-  fi
-  python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
-    "$pre/_C.abi3.so.xz" rtopk/_C.abi3.so && cp "$pre/build.log" "$log"
+    cp "$pre/_C.abi3.so" rtopk/_C.abi3.so
+  else
+    python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+      "$pre/_C.abi3.so.xz" rtopk/_C.abi3.so
+  fi && cp "$pre/build.log" "$log"
 }
 # A pack (scripts/prebuild_pack.sh: several prebuilt folders in one xz stream whose dictionary spans them all, so
-# that A's and B's binaries, ~43 MB each alone, fit one call's 64 MiB carry together) is unpacked into prebuilt/
-# when the scripts are sourced, once a pack (its checksum, not its time: a carried file may keep this machine's).
+# that A's, B's and more binaries fit one call's 64 MiB carry together) is unpacked into prebuilt/ when the
+# scripts are sourced, once a pack (its checksum, not its time: a carried file may keep this machine's).
 if [ -f prebuilt/pack.tar.xz ]; then
   rtopk_pack_sum=$(cksum <prebuilt/pack.tar.xz)
   if [ "$(cat prebuilt/.unpacked 2>/dev/null)" != "$rtopk_pack_sum" ]; then
